@@ -1,0 +1,56 @@
+/* ddx/diagnose.h - owns the differential diagnosis: from a scan's hits to
+ * ranked incidents. It resolves one rule per line (priority, context
+ * windows, fact conditions), aggregates events per rule (ranks, counts,
+ * the initiating event), ranks incidents (error before warning, causes
+ * before wrappers and collateral, real evidence before fallback, then
+ * priority, then time) and attaches collateral, confidence and missing
+ * facts. Everything it returns is owned by the ddx_diagnosis_t. */
+#ifndef DDX_DIAGNOSE_H
+#define DDX_DIAGNOSE_H
+
+#include "ddx/rules.h"
+#include "ddx/scan.h"
+#include "ddx/util.h"
+
+typedef struct ddx_collateral {
+  const ddx_rule_t *rule;
+  ddx_rankset_t ranks;
+  uint64_t count;
+  const ddx_hit_t *first; /* earliest event */
+  const char *why;        /* why it counts as collateral */
+} ddx_collateral_t;
+
+typedef struct ddx_incident {
+  const ddx_rule_t *rule;
+  int severity;
+  int role;
+  bool fallback;         /* only fallback evidence (e.g. an exit code) */
+  const ddx_hit_t *hit;  /* the initiating event */
+  int32_t rank;          /* global rank of the initiating event, -1 unknown */
+  int32_t local_rank;    /* -1 unknown */
+  ddx_rankset_t ranks;   /* every rank with an event of this rule */
+  uint64_t count;        /* events, including those past the storage cap */
+  double confidence;
+  ddx_collateral_t *collateral;
+  size_t ncollateral;
+  const char **missing;
+  size_t nmissing;
+  const char *rank_note; /* how the rank was found, when inferred */
+} ddx_incident_t;
+
+typedef struct ddx_diagnosis {
+  ddx_arena_t arena;
+  const ddx_scan_t *scan;
+  ddx_incident_t *incidents; /* [0] is the primary diagnosis */
+  size_t n;
+} ddx_diagnosis_t;
+
+int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *scan, ddx_error_t *err);
+void ddx_diagnosis_free(ddx_diagnosis_t *d);
+
+/* The fact named name of a hit, or NULL. */
+const char *ddx_hit_fact(const ddx_hit_t *h, const char *name);
+/* True when the diagnosis holds an error-severity incident. */
+bool ddx_diagnosis_has_error(const ddx_diagnosis_t *d);
+
+#endif

@@ -1,0 +1,125 @@
+/* ddx/rules.h - owns the failure catalog: loading rule files (JSON) from
+ * folders, validating every field with errors that name the file and JSON
+ * path, compiling signature and context regexes (pcre2, JIT when available)
+ * and the prefilter over their literals. The catalog is immutable after
+ * loading and may be shared by concurrent scans (each scan brings its own
+ * pcre2 match data). */
+#ifndef DDX_RULES_H
+#define DDX_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddx/prefilter.h"
+#include "ddx/util.h"
+
+typedef enum { DDX_SEV_INFO = 0, DDX_SEV_WARNING = 1, DDX_SEV_ERROR = 2 } ddx_severity_t;
+typedef enum { DDX_ROLE_CAUSE = 0, DDX_ROLE_COLLATERAL = 1, DDX_ROLE_WRAPPER = 2 } ddx_role_t;
+typedef enum { DDX_TRIGGER_MATCH = 0, DDX_TRIGGER_NO_ERROR = 1 } ddx_trigger_t;
+
+typedef struct ddx_strs {
+  const char **v;
+  size_t n;
+} ddx_strs_t;
+
+/* A compiled regex with its literals and named-capture table. */
+typedef struct ddx_pattern {
+  const char *id;
+  const char *regex;
+  ddx_strs_t literals;
+  void *code; /* pcre2_code_8*, owned by the catalog */
+  uint32_t ncaptures;
+  const char **capture_names; /* indexed by group number, NULL for unnamed */
+  double confidence;
+  bool fallback;
+  int severity; /* -1: the rule's */
+  /* context-only fields */
+  int before, after;
+  bool scope_file, same_rank, absent;
+} ddx_pattern_t;
+
+typedef struct ddx_condition {
+  const char *fact;
+  const char *op;
+  bool has_value;
+  double number;          /* when ref_fact is NULL */
+  const char *ref_fact;   /* value "k*fact" */
+  double ref_factor;
+} ddx_condition_t;
+
+typedef struct ddx_symptom {
+  const char *text, *why;
+} ddx_symptom_t;
+
+typedef struct ddx_sample {
+  const char *text, *source, *why;
+  ddx_strs_t fact_names, fact_values;
+} ddx_sample_t;
+
+typedef struct ddx_rule {
+  uint32_t index;
+  const char *file;
+  const char *id, *title, *framework, *phase;
+  ddx_strs_t tags;
+  ddx_severity_t severity;
+  ddx_role_t role;
+  int priority;
+  ddx_trigger_t trigger;
+  bool anchor_last;
+  ddx_pattern_t *sigs;
+  size_t nsigs;
+  ddx_pattern_t *ctx;
+  size_t nctx;
+  ddx_condition_t *conds;
+  size_t nconds;
+  ddx_strs_t explains;
+  const char *summary, *mechanism, *affects, *verify, *prevention, *fingerprint;
+  ddx_symptom_t *symptoms;
+  size_t nsymptoms;
+  ddx_strs_t checklist, fix, related, references, missing;
+  const char *config_patches_json; /* the config_patches array as JSON text, or NULL */
+  ddx_sample_t *positive, *negative;
+  size_t npositive, nnegative;
+} ddx_rule_t;
+
+/* Where a prefilter literal leads: rule index, pattern index, is context. */
+typedef struct ddx_literal_ref {
+  uint32_t rule;
+  uint16_t pattern;
+  uint8_t is_ctx;
+} ddx_literal_ref_t;
+
+typedef struct ddx_catalog {
+  ddx_arena_t arena;
+  ddx_rule_t *rules;
+  size_t nrules;
+  ddx_prefilter_t *prefilter;
+  ddx_literal_ref_t *lit_refs; /* indexed by prefilter literal id */
+  size_t nlits;
+  uint32_t npatterns;          /* signatures + contexts over all rules */
+  bool jit;                    /* JIT compiled */
+  ddx_strs_t warnings;         /* non-fatal loader warnings */
+} ddx_catalog_t;
+
+/* Loads every *.json (recursively, skipping *.schema.json) in the given
+ * files/folders. On error returns a negative code with err->msg naming the
+ * file and JSON path; *out is then NULL. */
+int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
+                     ddx_error_t *err);
+void ddx_catalog_free(ddx_catalog_t *cat);
+const ddx_rule_t *ddx_catalog_find(const ddx_catalog_t *cat, const char *id);
+
+/* Runs a pattern on text; returns 1 on match (filling caps with up to
+ * maxcaps (start,end) offset pairs, -1 for unset), 0 no match, <0 error
+ * (e.g. the match limit was hit). match_data is a pcre2_match_data_8*
+ * created by ddx_match_data_new. */
+void *ddx_match_data_new(const ddx_catalog_t *cat);
+void ddx_match_data_free(void *md);
+int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void *md,
+                      size_t *ovector_out, uint32_t maxpairs);
+
+const char *ddx_severity_name(int s);
+const char *ddx_role_name(int r);
+
+#endif

@@ -1,0 +1,83 @@
+/* ddx/scan.h - owns the streaming scan: raw bytes in (any number of inputs,
+ * fed in pieces of any size), hits out. It splits lines at \n, \r\n and a
+ * bare \r (as LSP counts them), runs the catalog's prefilter over whole
+ * buffers, and only on lines where a literal hit normalises the line
+ * (ddx/line.h) and runs the pcre2 patterns whose literal hit. Memory is a
+ * fixed buffer plus what the hits need: it does not grow with input size
+ * (hits per rule are capped; counts are kept beyond the cap). */
+#ifndef DDX_SCAN_H
+#define DDX_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddx/line.h"
+#include "ddx/rules.h"
+#include "ddx/util.h"
+
+#define DDX_SCAN_BUF (1u << 20)      /* read buffer */
+#define DDX_SCAN_MAX_HITS_PER_RULE 4096 /* stored signature hits per rule */
+#define DDX_SCAN_MAX_CTX_HITS 200000    /* stored context hits in all */
+#define DDX_SCAN_TEXT_MAX 1024          /* stored normalised text per hit */
+
+typedef struct ddx_fact {
+  const char *name, *value;
+} ddx_fact_t;
+
+typedef struct ddx_hit {
+  uint32_t rule;
+  uint16_t pattern;
+  uint8_t is_ctx;
+  uint32_t input;
+  uint64_t line;   /* 1-based */
+  uint64_t offset; /* byte offset of the line start in its input */
+  uint32_t column; /* 1-based byte column of the match in the normalised text */
+  ddx_line_meta_t meta;
+  const char *text; /* normalised line (signature hits only), arena-owned */
+  ddx_fact_t *facts;
+  uint16_t nfacts;
+} ddx_hit_t;
+
+typedef struct ddx_scan_input {
+  const char *name;
+  uint64_t bytes, lines;
+} ddx_scan_input_t;
+
+typedef struct ddx_scan {
+  const ddx_catalog_t *cat;
+  ddx_arena_t arena;  /* owns hit texts and facts */
+  ddx_vec_t hits;     /* ddx_hit_t, in input order then line order */
+  ddx_vec_t inputs;   /* ddx_scan_input_t */
+  uint64_t *rule_hits;    /* per rule: signature hits seen (stored or not) */
+  uint32_t *rule_stored;  /* per rule: signature hits stored */
+  size_t *rule_last;      /* per rule: index+1 of the last stored hit */
+  size_t ctx_stored;
+  uint64_t bytes, lines;
+  uint64_t regex_errors; /* match/depth limit hits */
+  /* streaming state of the current input */
+  char *buf;
+  size_t len;
+  uint64_t base;        /* input offset of buf[0] */
+  uint64_t line_no;     /* line number of the line starting at count_pos */
+  size_t count_pos;     /* buffer position up to which terminators are counted */
+  bool open;
+  char last_byte;        /* last byte fed to the current input */
+  /* scratch */
+  void *md;
+  char *norm;
+  ddx_vec_t cands;      /* candidate (pos, literal) pairs of one buffer */
+  volatile const int *cancel; /* optional: non-zero stops the scan */
+} ddx_scan_t;
+
+int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat);
+void ddx_scan_free(ddx_scan_t *s);
+int ddx_scan_begin(ddx_scan_t *s, const char *name);
+int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len);
+int ddx_scan_end(ddx_scan_t *s);
+/* Scans a whole file ("-" is stdin) with the fixed buffer. */
+int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
+/* Scans one in-memory text as an input of its own. */
+int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len);
+
+#endif

@@ -1,0 +1,80 @@
+/* ddx/util.h - owns the small shared building blocks of the engine: the
+ * error record every fallible call fills, the bump arena that owns the
+ * catalog's and a scan's strings, growable arrays, size/number parsing and
+ * rank-range formatting. No I/O policy, no global state. */
+#ifndef DDX_UTIL_H
+#define DDX_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Return codes: 0 success, negative failure (libuv style). */
+enum { DDX_OK = 0, DDX_EINVAL = -1, DDX_ENOMEM = -2, DDX_EIO = -3, DDX_ERULE = -4 };
+
+typedef struct ddx_error {
+  int code;
+  char msg[2048];
+} ddx_error_t;
+
+/* Formats msg into err (if non-NULL) and returns code. */
+int ddx_error_set(ddx_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A bump allocator: everything allocated from it is freed at once by
+ * ddx_arena_free. Blocks grow geometrically; allocation is 8-byte aligned. */
+typedef struct ddx_arena_block ddx_arena_block_t;
+typedef struct ddx_arena {
+  ddx_arena_block_t *head;
+  size_t used_total;
+} ddx_arena_t;
+
+void ddx_arena_init(ddx_arena_t *a);
+void ddx_arena_free(ddx_arena_t *a);
+void *ddx_arena_alloc(ddx_arena_t *a, size_t n); /* zeroed; NULL on ENOMEM */
+char *ddx_arena_strndup(ddx_arena_t *a, const char *s, size_t n);
+char *ddx_arena_strdup(ddx_arena_t *a, const char *s);
+
+/* A growable array of fixed-size elements, owned by whoever holds it. */
+typedef struct ddx_vec {
+  void *data;
+  size_t len, cap, elem;
+} ddx_vec_t;
+
+void ddx_vec_init(ddx_vec_t *v, size_t elem);
+void ddx_vec_free(ddx_vec_t *v);
+void *ddx_vec_push(ddx_vec_t *v); /* returns the zeroed new slot, NULL on ENOMEM */
+#define DDX_VEC_AT(v, type, i) (((type *)(v)->data)[i])
+
+/* Parses "3.91 GiB", "991.56 MiB", "0 bytes", "2 GB", "42" into a number of
+ * bytes (plain numbers unchanged). Returns false when s is not a number. */
+bool ddx_parse_quantity(const char *s, double *out);
+
+/* A sorted set of ranks (int32, duplicates dropped). */
+typedef struct ddx_rankset {
+  int32_t *v;
+  size_t n, cap;
+} ddx_rankset_t;
+
+void ddx_rankset_add(ddx_rankset_t *s, int32_t r);
+bool ddx_rankset_has(const ddx_rankset_t *s, int32_t r);
+void ddx_rankset_free(ddx_rankset_t *s);
+/* Writes "0-6,8,10-63" into out (truncated with "..." when too long). */
+void ddx_rankset_format(const ddx_rankset_t *s, char *out, size_t cap);
+
+/* A growable NUL-terminated string; the holder frees s.s (or takes it). */
+typedef struct ddx_sb {
+  char *s;
+  size_t len, cap;
+} ddx_sb_t;
+
+void ddx_sb_init(ddx_sb_t *b);
+void ddx_sb_free(ddx_sb_t *b);
+void ddx_sb_putn(ddx_sb_t *b, const char *s, size_t n);
+void ddx_sb_puts(ddx_sb_t *b, const char *s);
+void ddx_sb_printf(ddx_sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Returns the string and leaves b empty; never NULL unless out of memory. */
+char *ddx_sb_take(ddx_sb_t *b);
+
+#endif

@@ -1,0 +1,348 @@
+/* diagnose.c - from hits to ranked incidents (see ddx/diagnose.h). */
+#include "ddx/diagnose.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One signature hit that won its line. */
+typedef struct event {
+  const ddx_hit_t *hit;
+  const ddx_pattern_t *sig;
+  int severity;
+  int32_t rank, local_rank;
+} event_t;
+
+/* Per-rule aggregation while building incidents. */
+typedef struct agg {
+  event_t anchor;
+  bool have;
+  bool all_fallback;
+  int severity;
+  double confidence;
+  uint64_t count;
+  ddx_rankset_t ranks;
+} agg_t;
+
+const char *ddx_hit_fact(const ddx_hit_t *h, const char *name) {
+  for (uint16_t i = 0; i < h->nfacts; i++)
+    if (!strcmp(h->facts[i].name, name)) return h->facts[i].value;
+  return NULL;
+}
+
+bool ddx_diagnosis_has_error(const ddx_diagnosis_t *d) {
+  for (size_t i = 0; i < d->n; i++)
+    if (d->incidents[i].severity == DDX_SEV_ERROR) return true;
+  return false;
+}
+
+static int32_t parse_int(const char *s) {
+  if (!s || !*s) return -1;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || v < 0 || v > 10000000) return -1;
+  return (int32_t)v;
+}
+
+/* Where an event happened: prefixes first (they are the launcher's own
+ * word), then captures. A local rank stands in for the global one when the
+ * line names no host (single node). */
+static void place_event(event_t *e) {
+  const ddx_hit_t *h = e->hit;
+  int32_t rank = h->meta.rank;
+  if (rank < 0) rank = parse_int(ddx_hit_fact(h, "rank"));
+  int32_t local = h->meta.local_rank;
+  if (local < 0) local = parse_int(ddx_hit_fact(h, "local_rank"));
+  if (local < 0) local = parse_int(ddx_hit_fact(h, "gpu"));
+  if (rank < 0 && local >= 0 && !h->meta.host[0]) rank = local;
+  e->rank = rank;
+  e->local_rank = local;
+}
+
+static bool ranks_compatible(const ddx_hit_t *a, const ddx_hit_t *b) {
+  if (a->meta.rank >= 0 && b->meta.rank >= 0 && a->meta.rank != b->meta.rank) return false;
+  if (a->meta.local_rank >= 0 && b->meta.local_rank >= 0 &&
+      a->meta.local_rank != b->meta.local_rank && !strcmp(a->meta.host, b->meta.host))
+    return false;
+  if (a->meta.host[0] && b->meta.host[0] && strcmp(a->meta.host, b->meta.host)) return false;
+  return true;
+}
+
+static bool context_holds(const ddx_scan_t *s, const ddx_rule_t *rule, const ddx_hit_t *h) {
+  const ddx_hit_t *hits = s->hits.data;
+  for (size_t c = 0; c < rule->nctx; c++) {
+    const ddx_pattern_t *cp = &rule->ctx[c];
+    bool found = false;
+    uint64_t lo = h->line > (uint64_t)cp->before ? h->line - (uint64_t)cp->before : 0;
+    uint64_t hi = h->line + (uint64_t)cp->after;
+    for (size_t i = 0; i < s->hits.len && !found; i++) {
+      const ddx_hit_t *x = &hits[i];
+      if (!x->is_ctx || x->rule != rule->index || x->pattern != c || x->input != h->input)
+        continue;
+      if (!cp->scope_file && (x->line < lo || x->line > hi)) continue;
+      if (cp->same_rank && !cp->scope_file && !ranks_compatible(h, x)) continue;
+      found = true;
+    }
+    if (found == cp->absent) return false;
+  }
+  return true;
+}
+
+static bool fact_number(const ddx_hit_t *h, const char *name, double *out) {
+  const char *v = ddx_hit_fact(h, name);
+  return v && ddx_parse_quantity(v, out);
+}
+
+static bool conditions_hold(const ddx_rule_t *rule, const ddx_hit_t *h) {
+  for (size_t i = 0; i < rule->nconds; i++) {
+    const ddx_condition_t *c = &rule->conds[i];
+    double a, b;
+    if (!strcmp(c->op, "exists")) {
+      if (!ddx_hit_fact(h, c->fact)) return false;
+      continue;
+    }
+    if (!fact_number(h, c->fact, &a)) return false;
+    if (c->ref_fact) {
+      if (!fact_number(h, c->ref_fact, &b)) return false;
+      b *= c->ref_factor;
+    } else {
+      b = c->number;
+    }
+    bool ok = !strcmp(c->op, "<")    ? a < b
+              : !strcmp(c->op, "<=") ? a <= b
+              : !strcmp(c->op, ">")  ? a > b
+              : !strcmp(c->op, ">=") ? a >= b
+              : !strcmp(c->op, "==") ? a == b
+                                     : a != b;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/* Earlier in time when both lines carry a time, else earlier in the input. */
+static bool hit_before(const ddx_hit_t *a, const ddx_hit_t *b) {
+  if (a->meta.ts_ms >= 0 && b->meta.ts_ms >= 0 && a->meta.ts_ms != b->meta.ts_ms)
+    return a->meta.ts_ms < b->meta.ts_ms;
+  if (a->input != b->input) return a->input < b->input;
+  return a->line < b->line;
+}
+
+static int sig_severity(const ddx_rule_t *r, const ddx_pattern_t *p) {
+  return p->severity >= 0 ? p->severity : (int)r->severity;
+}
+
+static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
+  bool fb = e->sig->fallback;
+  g->count++;
+  if (e->rank >= 0) ddx_rankset_add(&g->ranks, e->rank);
+  if (e->sig->confidence > g->confidence) g->confidence = e->sig->confidence;
+  if (!g->have) {
+    g->have = true;
+    g->anchor = *e;
+    g->all_fallback = fb;
+    g->severity = e->severity;
+    return;
+  }
+  /* The anchor is the strongest evidence: real before fallback, higher
+   * severity, then the earliest (or, for anchor-last rules, the latest). */
+  bool better = false;
+  bool afb = g->anchor.sig->fallback;
+  if (afb != fb) better = !fb;
+  else if (e->severity != g->anchor.severity) better = e->severity > g->anchor.severity;
+  else if (rule->anchor_last) better = !hit_before(e->hit, g->anchor.hit);
+  else better = hit_before(e->hit, g->anchor.hit);
+  if (better) g->anchor = *e;
+  if (!fb) g->all_fallback = false;
+  if (e->severity > g->severity) g->severity = e->severity;
+}
+
+static int incident_cmp(const void *pa, const void *pb) {
+  const ddx_incident_t *a = pa, *b = pb;
+  if ((a->severity == DDX_SEV_ERROR) != (b->severity == DDX_SEV_ERROR))
+    return a->severity == DDX_SEV_ERROR ? -1 : 1;
+  if ((a->role == DDX_ROLE_CAUSE) != (b->role == DDX_ROLE_CAUSE))
+    return a->role == DDX_ROLE_CAUSE ? -1 : 1;
+  if (a->fallback != b->fallback) return a->fallback ? 1 : -1;
+  if (a->severity != b->severity) return b->severity - a->severity;
+  if (a->rule->priority != b->rule->priority) return b->rule->priority - a->rule->priority;
+  if (hit_before(a->hit, b->hit)) return -1;
+  if (hit_before(b->hit, a->hit)) return 1;
+  return (int)a->rule->index - (int)b->rule->index;
+}
+
+static bool strs_has(const ddx_strs_t *s, const char *v) {
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->v[i], v)) return true;
+  return false;
+}
+
+/* Catch-all rules (priority below 10) never stand beside a specific cause. */
+#define DDX_CATCHALL_PRIORITY 10
+
+static const char *collateral_reason(const ddx_incident_t *p, const ddx_incident_t *x) {
+  if (x->role == DDX_ROLE_COLLATERAL) return "collateral class: a consequence of another rank's failure";
+  if (x->role == DDX_ROLE_WRAPPER) return "wrapper: reports a failure that happened elsewhere";
+  if (strs_has(&p->rule->explains, x->rule->id)) return "explained by the primary failure";
+  if (x->fallback) return "weak evidence (exit code) explained by the primary failure";
+  if (x->rule->priority < DDX_CATCHALL_PRIORITY && p->rule->priority >= DDX_CATCHALL_PRIORITY)
+    return "generic error raised after the primary failure";
+  return NULL;
+}
+
+static void add_missing(ddx_diagnosis_t *d, ddx_incident_t *inc, const char *text) {
+  const char **nv = ddx_arena_alloc(&d->arena, (inc->nmissing + 1) * sizeof *nv);
+  if (!nv) return;
+  if (inc->nmissing) memcpy(nv, inc->missing, inc->nmissing * sizeof *nv);
+  nv[inc->nmissing++] = ddx_arena_strdup(&d->arena, text);
+  inc->missing = nv;
+}
+
+int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
+  memset(d, 0, sizeof *d);
+  ddx_arena_init(&d->arena);
+  d->scan = s;
+  const ddx_catalog_t *cat = s->cat;
+  const ddx_hit_t *hits = s->hits.data;
+  agg_t *aggs = calloc(cat->nrules + 1, sizeof *aggs);
+  if (!aggs) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+
+  /* 1. One rule per line: the highest priority whose context and
+   * conditions hold. Hits of one line are adjacent in the hit array. */
+  for (size_t i = 0; i < s->hits.len;) {
+    size_t j = i;
+    while (j < s->hits.len && hits[j].input == hits[i].input && hits[j].line == hits[i].line) j++;
+    const ddx_hit_t *best = NULL;
+    for (size_t k = i; k < j; k++) {
+      const ddx_hit_t *h = &hits[k];
+      if (h->is_ctx) continue;
+      const ddx_rule_t *r = &cat->rules[h->rule];
+      const ddx_rule_t *br = best ? &cat->rules[best->rule] : NULL;
+      if (br && (r->priority < br->priority ||
+                 (r->priority == br->priority &&
+                  r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
+        continue;
+      if (!context_holds(s, r, h) || !conditions_hold(r, h)) continue;
+      best = h;
+    }
+    if (best) {
+      const ddx_rule_t *r = &cat->rules[best->rule];
+      event_t e = {.hit = best, .sig = &r->sigs[best->pattern]};
+      e.severity = sig_severity(r, e.sig);
+      place_event(&e);
+      add_event(&aggs[r->index], r, &e);
+    }
+    i = j;
+  }
+  /* Hits past the per-rule storage cap still count. */
+  for (size_t r = 0; r < cat->nrules; r++)
+    if (aggs[r].have && s->rule_hits[r] > s->rule_stored[r])
+      aggs[r].count += s->rule_hits[r] - s->rule_stored[r];
+
+  /* 2. Incidents, one per rule; no-error rules only when nothing failed. */
+  bool any_error = false;
+  size_t n = 0;
+  for (size_t r = 0; r < cat->nrules; r++)
+    if (aggs[r].have) {
+      n++;
+      if (cat->rules[r].trigger == DDX_TRIGGER_MATCH && aggs[r].severity == DDX_SEV_ERROR)
+        any_error = true;
+    }
+  ddx_incident_t *incs = ddx_arena_alloc(&d->arena, (n + 1) * sizeof *incs);
+  if (!incs) {
+    free(aggs);
+    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  }
+  size_t m = 0;
+  for (size_t r = 0; r < cat->nrules; r++) {
+    agg_t *g = &aggs[r];
+    if (!g->have) continue;
+    const ddx_rule_t *rule = &cat->rules[r];
+    if (rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) {
+      ddx_rankset_free(&g->ranks);
+      continue;
+    }
+    ddx_incident_t *inc = &incs[m++];
+    inc->rule = rule;
+    inc->severity = g->severity;
+    inc->role = (int)rule->role;
+    inc->fallback = g->all_fallback;
+    inc->hit = g->anchor.hit;
+    inc->rank = g->anchor.rank;
+    inc->local_rank = g->anchor.local_rank;
+    inc->ranks = g->ranks; /* moved */
+    inc->count = g->count;
+    inc->confidence = g->confidence;
+  }
+  free(aggs);
+  qsort(incs, m, sizeof *incs, incident_cmp);
+
+  /* 3. Collateral of the primary; independent causes stay incidents. */
+  size_t out = 0;
+  ddx_incident_t *primary = m ? &incs[0] : NULL;
+  if (primary) {
+    size_t ncoll = 0;
+    ddx_collateral_t *coll = ddx_arena_alloc(&d->arena, (m + 1) * sizeof *coll);
+    out = 1;
+    for (size_t i = 1; i < m; i++) {
+      ddx_incident_t *x = &incs[i];
+      const char *why = collateral_reason(primary, x);
+      if (why) {
+        ddx_collateral_t *c = &coll[ncoll++];
+        c->rule = x->rule;
+        c->ranks = x->ranks; /* moved */
+        c->count = x->count;
+        c->first = x->hit;
+        c->why = why;
+        continue;
+      }
+      incs[out++] = *x;
+    }
+    primary->collateral = coll;
+    primary->ncollateral = ncoll;
+  }
+
+  /* 4. Confidence and missing facts. */
+  for (size_t i = 0; i < out; i++) {
+    ddx_incident_t *inc = &incs[i];
+    double c = inc->confidence;
+    if (inc->role != DDX_ROLE_CAUSE) c *= 0.6;
+    if (inc->fallback) c *= 0.7;
+    if (i == 0 && out > 1 && incs[1].severity == DDX_SEV_ERROR && incs[1].role == DDX_ROLE_CAUSE)
+      c *= 0.85; /* another independent cause competes */
+    inc->confidence = c > 0.99 ? 0.99 : c;
+    if (inc->role != DDX_ROLE_CAUSE) {
+      char buf[512];
+      if (inc->rank >= 0)
+        snprintf(buf, sizeof buf,
+                 "only %s is visible: the failing rank's own output (rank %d) is not in this log; "
+                 "rerun with `torchrun --tee 3 --log-dir logs/` or collect "
+                 "`logs/*/attempt_0/%d/stderr.log`",
+                 inc->role == DDX_ROLE_WRAPPER ? "the launcher's summary" : "collateral",
+                 inc->rank, inc->local_rank >= 0 ? inc->local_rank : inc->rank);
+      else
+        snprintf(buf, sizeof buf,
+                 "only %s is visible: the initiating rank's own error is not in this log; rerun "
+                 "with `torchrun --tee 3 --log-dir logs/` and look at every rank's stderr.log",
+                 inc->role == DDX_ROLE_WRAPPER ? "the launcher's summary" : "collateral");
+      add_missing(d, inc, buf);
+    }
+    if (inc->fallback)
+      add_missing(d, inc,
+                  "the evidence is an exit status only; check `dmesg -T | grep -i -E "
+                  "'killed process|oom|xid|segfault'` on the node at the time of the failure");
+    for (size_t k = 0; k < inc->rule->missing.n; k++) add_missing(d, inc, inc->rule->missing.v[k]);
+  }
+  d->incidents = incs;
+  d->n = out;
+  return 0;
+}
+
+void ddx_diagnosis_free(ddx_diagnosis_t *d) {
+  for (size_t i = 0; i < d->n; i++) {
+    ddx_rankset_free(&d->incidents[i].ranks);
+    for (size_t k = 0; k < d->incidents[i].ncollateral; k++)
+      ddx_rankset_free(&d->incidents[i].collateral[k].ranks);
+  }
+  ddx_arena_free(&d->arena);
+  memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,334 @@
+/* main.c - the ddx command line: diagnose, rules, explain. A thin front end
+ * over the engine (ddx/rules.h, ddx/scan.h, ddx/diagnose.h, ddx/report.h);
+ * it owns argument parsing, finding the catalog and exit codes:
+ * 0 no error-severity failure, 1 a failure found, 2 usage or input error. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddx/diagnose.h"
+#include "ddx/report.h"
+#include "ddx/rules.h"
+#include "ddx/scan.h"
+
+#define DDX_VERSION "0.1.0"
+#define MAX_RULE_DIRS 32
+
+static const char *const usage_text =
+    "usage: ddx <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] FILE...|-\n"
+    "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
+    "  explain [--json] ID       print a catalog entry\n"
+    "  rules list                list the catalog\n"
+    "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
+    "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
+    "  version                   print the version\n"
+    "\n"
+    "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
+    "rules/ folder next to the binary's install or build tree.\n";
+
+typedef struct cli {
+  const char *rule_dirs[MAX_RULE_DIRS];
+  size_t nrule_dirs;
+  char default_dir[PATH_MAX];
+} cli_t;
+
+static int usage(const char *msg) {
+  if (msg) fprintf(stderr, "ddx: %s\n", msg);
+  fputs(usage_text, stderr);
+  return 2;
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The catalog next to the binary: <exe>/../rules (build tree),
+ * <exe>/../share/ddx/rules (install), then the source tree it was built from. */
+static const char *default_rules_dir(cli_t *c) {
+  const char *env = getenv("DDX_RULES");
+  if (env && *env) return env;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    const char *cands[] = {"/../rules", "/../share/ddx/rules", "/rules"};
+    for (size_t i = 0; i < 3; i++) {
+      snprintf(c->default_dir, sizeof c->default_dir, "%s%s", exe, cands[i]);
+      if (is_dir(c->default_dir)) return c->default_dir;
+    }
+  }
+#ifdef DDX_SOURCE_RULES_DIR
+  if (is_dir(DDX_SOURCE_RULES_DIR)) return DDX_SOURCE_RULES_DIR;
+#endif
+  return "rules";
+}
+
+static int load_catalog(cli_t *c, ddx_catalog_t **cat) {
+  ddx_error_t err = {0};
+  if (c->nrule_dirs == 0) c->rule_dirs[c->nrule_dirs++] = default_rules_dir(c);
+  int rc = ddx_catalog_load(cat, c->rule_dirs, c->nrule_dirs, &err);
+  if (rc) {
+    fprintf(stderr, "ddx: %s\n", err.msg);
+    return 2;
+  }
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int emit(char *s) {
+  if (!s) {
+    fprintf(stderr, "ddx: out of memory while rendering\n");
+    return 2;
+  }
+  fputs(s, stdout);
+  size_t n = strlen(s);
+  if (n && s[n - 1] != '\n') fputc('\n', stdout);
+  free(s);
+  return 0;
+}
+
+static int cmd_diagnose(cli_t *c, int argc, char **argv) {
+  const char *format = "text";
+  bool evidence = false;
+  int color = -1;
+  const char *files[4096];
+  size_t nfiles = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
+      if (++i >= argc) return usage("--format needs a value");
+      format = argv[i];
+    } else if (!strncmp(a, "--format=", 9)) {
+      format = a + 9;
+    } else if (!strcmp(a, "--rules")) {
+      if (++i >= argc) return usage("--rules needs a folder");
+      if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[i];
+    } else if (!strcmp(a, "--evidence")) {
+      evidence = true;
+    } else if (!strcmp(a, "--color")) {
+      color = 1;
+    } else if (!strcmp(a, "--no-color")) {
+      color = 0;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "ddx: unknown option %s\n", a);
+      return usage(NULL);
+    } else if (nfiles < 4096) {
+      files[nfiles++] = a;
+    }
+  }
+  if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "sarif"))
+    return usage("--format must be text, json or sarif");
+  if (nfiles == 0) return usage("diagnose needs a FILE or - for stdin");
+  ddx_catalog_t *cat;
+  int rc = load_catalog(c, &cat);
+  if (rc) return rc;
+  ddx_scan_t scan;
+  if (ddx_scan_init(&scan, cat)) {
+    ddx_catalog_free(cat);
+    fprintf(stderr, "ddx: out of memory\n");
+    return 2;
+  }
+  double t0 = now_s();
+  for (size_t i = 0; i < nfiles; i++) {
+    ddx_error_t err = {0};
+    if (ddx_scan_path(&scan, files[i], &err)) {
+      fprintf(stderr, "ddx: %s\n", err.msg);
+      ddx_scan_free(&scan);
+      ddx_catalog_free(cat);
+      return 2;
+    }
+  }
+  ddx_diagnosis_t d;
+  ddx_error_t err = {0};
+  if (ddx_diagnose(&d, &scan, &err)) {
+    fprintf(stderr, "ddx: %s\n", err.msg);
+    ddx_scan_free(&scan);
+    ddx_catalog_free(cat);
+    return 2;
+  }
+  ddx_report_opts_t o = {.seconds = now_s() - t0};
+  o.color = color >= 0 ? color : (isatty(1) && !getenv("NO_COLOR"));
+  if (evidence) rc = emit(ddx_report_evidence(&d, &o));
+  else if (!strcmp(format, "json")) rc = emit(ddx_report_json(&d, &o));
+  else if (!strcmp(format, "sarif")) rc = emit(ddx_report_sarif(&d, &o));
+  else rc = emit(ddx_report_text(&d, &o));
+  if (!rc) rc = ddx_diagnosis_has_error(&d) ? 1 : 0;
+  ddx_diagnosis_free(&d);
+  ddx_scan_free(&scan);
+  ddx_catalog_free(cat);
+  return rc;
+}
+
+static int cmd_explain(cli_t *c, int argc, char **argv) {
+  bool json = false;
+  const char *id = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--rules") && i + 1 < argc) {
+      if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[++i];
+    } else id = argv[i];
+  }
+  if (!id) return usage("explain needs a failure id (see `ddx rules list`)");
+  ddx_catalog_t *cat;
+  int rc = load_catalog(c, &cat);
+  if (rc) return rc;
+  const ddx_rule_t *r = ddx_catalog_find(cat, id);
+  if (!r) {
+    fprintf(stderr, "ddx: no failure class \"%s\" in the catalog (see `ddx rules list`)\n", id);
+    ddx_catalog_free(cat);
+    return 2;
+  }
+  ddx_report_opts_t o = {.color = isatty(1) && !getenv("NO_COLOR")};
+  rc = emit(ddx_report_explain(r, &o, json));
+  ddx_catalog_free(cat);
+  return rc;
+}
+
+static bool incident_has_rule(const ddx_diagnosis_t *d, const ddx_rule_t *r, const ddx_hit_t **hit) {
+  for (size_t i = 0; i < d->n; i++) {
+    if (d->incidents[i].rule == r) {
+      *hit = d->incidents[i].hit;
+      return true;
+    }
+    for (size_t k = 0; k < d->incidents[i].ncollateral; k++)
+      if (d->incidents[i].collateral[k].rule == r) {
+        *hit = d->incidents[i].collateral[k].first;
+        return true;
+      }
+  }
+  return false;
+}
+
+/* Runs one sample through the whole engine; returns true when the rule
+ * shows up (as an incident or collateral) with the expected facts. */
+static bool run_sample(const ddx_catalog_t *cat, const ddx_rule_t *r, const ddx_sample_t *s,
+                       char *why, size_t whycap) {
+  ddx_scan_t scan;
+  why[0] = 0;
+  if (ddx_scan_init(&scan, cat)) return false;
+  ddx_scan_text(&scan, "sample", s->text, strlen(s->text));
+  ddx_diagnosis_t d;
+  ddx_error_t err;
+  bool found = false;
+  if (ddx_diagnose(&d, &scan, &err) == 0) {
+    const ddx_hit_t *hit = NULL;
+    found = incident_has_rule(&d, r, &hit);
+    if (!found) {
+      snprintf(why, whycap, "%s", d.n ? d.incidents[0].rule->id : "nothing");
+    } else {
+      for (size_t k = 0; k < s->fact_names.n; k++) {
+        const char *got = ddx_hit_fact(hit, s->fact_names.v[k]);
+        if (!got || strcmp(got, s->fact_values.v[k])) {
+          snprintf(why, whycap, "fact %s: got \"%s\", wanted \"%s\"", s->fact_names.v[k], got ? got : "(none)", s->fact_values.v[k]);
+          found = false;
+          why[whycap - 1] = 0;
+          found = false;
+          /* a fact mismatch is a failure of a positive sample */
+          ddx_diagnosis_free(&d);
+          ddx_scan_free(&scan);
+          return false;
+        }
+      }
+    }
+    ddx_diagnosis_free(&d);
+  }
+  ddx_scan_free(&scan);
+  return found;
+}
+
+static int cmd_rules(cli_t *c, int argc, char **argv) {
+  if (argc == 0) return usage("rules needs list, check or --patterns");
+  const char *sub = argv[0];
+  for (int i = 1; i < argc; i++)
+    if (c->nrule_dirs < MAX_RULE_DIRS && strcmp(argv[i], "--rules")) c->rule_dirs[c->nrule_dirs++] = argv[i];
+  ddx_catalog_t *cat;
+  int rc = load_catalog(c, &cat);
+  if (rc) return rc;
+  if (!strcmp(sub, "list")) {
+    for (size_t i = 0; i < cat->nrules; i++) {
+      const ddx_rule_t *r = &cat->rules[i];
+      printf("%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority, r->title);
+    }
+  } else if (!strcmp(sub, "--patterns")) {
+    for (size_t i = 0; i < cat->nrules; i++)
+      for (size_t k = 0; k < cat->rules[i].nsigs; k++) printf("%s\n", cat->rules[i].sigs[k].regex);
+  } else if (!strcmp(sub, "check")) {
+    size_t fails = 0, warns = 0, samples = 0;
+    for (size_t i = 0; i < cat->nrules; i++) {
+      const ddx_rule_t *r = &cat->rules[i];
+      for (size_t k = 0; k < r->nsigs; k++) {
+        const ddx_pattern_t *p = &r->sigs[k];
+        double best = 1e9;
+        for (size_t l = 0; l < p->literals.n; l++) {
+          double cost = ddx_prefilter_literal_cost(p->literals.v[l], strlen(p->literals.v[l]));
+          if (cost < best || l == 0) best = l == 0 ? cost : (cost > best ? cost : best);
+        }
+        for (size_t l = 0; l < p->literals.n; l++) {
+          double cost = ddx_prefilter_literal_cost(p->literals.v[l], strlen(p->literals.v[l]));
+          if (strlen(p->literals.v[l]) < 4 || cost > 9000) {
+            printf("warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may slow down scanning\n", r->file, r->id, k, p->literals.v[l]);
+            warns++;
+          }
+        }
+      }
+      for (size_t k = 0; k < r->npositive; k++) {
+        char why[512];
+        samples++;
+        if (!run_sample(cat, r, &r->positive[k], why, sizeof why)) {
+          printf("FAIL: %s: $.samples.positive[%zu]: rule %s did not match (%s%s)\n", r->file, k, r->id, strncmp(why, "fact", 4) ? "diagnosed as " : "", why);
+          fails++;
+        }
+      }
+      for (size_t k = 0; k < r->nnegative; k++) {
+        char why[512];
+        samples++;
+        if (run_sample(cat, r, &r->negative[k], why, sizeof why)) {
+          printf("FAIL: %s: $.samples.negative[%zu]: rule %s matched a near miss\n", r->file, k, r->id);
+          fails++;
+        }
+      }
+    }
+    printf("%zu rules, %zu samples, %zu warnings, %zu failures (JIT %s)\n", cat->nrules, samples, warns, fails, cat->jit ? "on" : "off");
+    printf("%zu passed, %zu failed\n", samples - fails, fails);
+    rc = fails ? 1 : 0;
+  } else {
+    rc = usage("unknown rules subcommand");
+  }
+  ddx_catalog_free(cat);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  cli_t c = {0};
+  if (argc < 2) return usage(NULL);
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("ddx %s\n", DDX_VERSION);
+    return 0;
+  }
+  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  fprintf(stderr, "ddx: unknown command \"%s\"\n", cmd);
+  return usage(NULL);
+}

@@ -1,0 +1,459 @@
+/* report.c - text, JSON, SARIF, evidence and explain renderings (see
+ * ddx/report.h). The JSON shape is a contract: docs/json-contract.md. */
+#include "ddx/report.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DDX_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- helpers */
+
+static const char *input_name(const ddx_diagnosis_t *d, uint32_t input) {
+  const ddx_scan_input_t *in = d->scan->inputs.data;
+  return input < d->scan->inputs.len ? in[input].name : "?";
+}
+
+static json_t *strs_json(const ddx_strs_t *s) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < s->n; i++) json_array_append_new(a, json_string(s->v[i]));
+  return a;
+}
+
+static json_t *ranks_json(const ddx_rankset_t *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->n; i++) json_array_append_new(a, json_integer(r->v[i]));
+  return a;
+}
+
+/* JSON strings must be UTF-8: invalid bytes from a log become U+FFFD. */
+static json_t *text_json(const char *s) {
+  json_t *j = json_string(s);
+  if (j) return j;
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
+    if (ok && n > 1) ok = json_stringn((const char *)p, n) != NULL; /* rejects overlongs */
+    if (ok) {
+      ddx_sb_putn(&b, (const char *)p, n);
+      p += n;
+    } else {
+      ddx_sb_puts(&b, "\xEF\xBF\xBD");
+      p++;
+    }
+  }
+  char *t = ddx_sb_take(&b);
+  j = json_string(t ? t : "");
+  free(t);
+  return j;
+}
+
+static json_t *facts_json(const ddx_hit_t *h) {
+  json_t *o = json_object();
+  for (uint16_t i = 0; i < h->nfacts; i++) json_object_set_new(o, h->facts[i].name, text_json(h->facts[i].value));
+  return o;
+}
+
+static json_t *patches_json(const ddx_rule_t *r) {
+  if (!r->config_patches_json) return json_array();
+  json_t *p = json_loads(r->config_patches_json, 0, NULL);
+  return p ? p : json_array();
+}
+
+static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
+  const ddx_rule_t *r = inc->rule;
+  const ddx_hit_t *h = inc->hit;
+  json_t *o = json_object();
+  json_object_set_new(o, "rule", json_string(r->id));
+  json_object_set_new(o, "title", json_string(r->title));
+  json_object_set_new(o, "severity", json_string(ddx_severity_name(inc->severity)));
+  json_object_set_new(o, "role", json_string(ddx_role_name(inc->role)));
+  json_object_set_new(o, "phase", json_string(r->phase));
+  json_object_set_new(o, "rank", inc->rank >= 0 ? json_integer(inc->rank) : json_null());
+  json_object_set_new(o, "local_rank", inc->local_rank >= 0 ? json_integer(inc->local_rank) : json_null());
+  json_object_set_new(o, "host", h->meta.host[0] ? text_json(h->meta.host) : json_null());
+  json_object_set_new(o, "file", text_json(input_name(d, h->input)));
+  json_object_set_new(o, "line", json_integer((json_int_t)h->line));
+  json_object_set_new(o, "column", json_integer(h->column));
+  json_object_set_new(o, "text", text_json(h->text ? h->text : ""));
+  json_object_set_new(o, "facts", facts_json(h));
+  json_object_set_new(o, "ranks", ranks_json(&inc->ranks));
+  json_object_set_new(o, "count", json_integer((json_int_t)inc->count));
+  json_object_set_new(o, "confidence", json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
+  json_object_set_new(o, "fallback", json_boolean(inc->fallback));
+  json_t *coll = json_array();
+  for (size_t i = 0; i < inc->ncollateral; i++) {
+    const ddx_collateral_t *c = &inc->collateral[i];
+    json_t *co = json_object();
+    json_object_set_new(co, "rule", json_string(c->rule->id));
+    json_object_set_new(co, "title", json_string(c->rule->title));
+    json_object_set_new(co, "role", json_string(ddx_role_name((int)c->rule->role)));
+    json_object_set_new(co, "ranks", ranks_json(&c->ranks));
+    json_object_set_new(co, "count", json_integer((json_int_t)c->count));
+    json_object_set_new(co, "file", text_json(input_name(d, c->first->input)));
+    json_object_set_new(co, "first_line", json_integer((json_int_t)c->first->line));
+    json_object_set_new(co, "why", json_string(c->why));
+    json_array_append_new(coll, co);
+  }
+  json_object_set_new(o, "collateral", coll);
+  json_object_set_new(o, "summary", json_string(r->summary));
+  json_object_set_new(o, "mechanism", json_string(r->mechanism));
+  json_object_set_new(o, "checklist", strs_json(&r->checklist));
+  json_object_set_new(o, "fix", strs_json(&r->fix));
+  json_object_set_new(o, "verify", r->verify ? json_string(r->verify) : json_null());
+  json_t *miss = json_array();
+  for (size_t i = 0; i < inc->nmissing; i++) json_array_append_new(miss, json_string(inc->missing[i]));
+  json_object_set_new(o, "missing", miss);
+  json_object_set_new(o, "references", strs_json(&r->references));
+  json_object_set_new(o, "patches", patches_json(r));
+  return o;
+}
+
+char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
+  json_t *root = json_object();
+  json_object_set_new(root, "version", json_integer(1));
+  json_object_set_new(root, "tool", json_string("ddx " DDX_VERSION));
+  json_t *inputs = json_array();
+  const ddx_scan_input_t *in = d->scan->inputs.data;
+  for (size_t i = 0; i < d->scan->inputs.len; i++) {
+    json_t *io = json_object();
+    json_object_set_new(io, "name", text_json(in[i].name));
+    json_object_set_new(io, "bytes", json_integer((json_int_t)in[i].bytes));
+    json_object_set_new(io, "lines", json_integer((json_int_t)in[i].lines));
+    json_array_append_new(inputs, io);
+  }
+  json_object_set_new(root, "inputs", inputs);
+  json_t *incs = json_array();
+  for (size_t i = 0; i < d->n; i++) json_array_append_new(incs, incident_json(d, &d->incidents[i]));
+  json_object_set_new(root, "incidents", incs);
+  json_t *st = json_object();
+  json_object_set_new(st, "bytes", json_integer((json_int_t)d->scan->bytes));
+  json_object_set_new(st, "lines", json_integer((json_int_t)d->scan->lines));
+  json_object_set_new(st, "seconds", json_real(o ? o->seconds : 0));
+  json_object_set_new(st, "rules", json_integer((json_int_t)d->scan->cat->nrules));
+  json_object_set_new(st, "regex_limit_hits", json_integer((json_int_t)d->scan->regex_errors));
+  json_object_set_new(root, "stats", st);
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  return s;
+}
+
+char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
+  (void)o;
+  const ddx_catalog_t *cat = d->scan->cat;
+  json_t *root = json_object();
+  json_object_set_new(root, "$schema", json_string("https://json.schemastore.org/sarif-2.1.0.json"));
+  json_object_set_new(root, "version", json_string("2.1.0"));
+  json_t *run = json_object();
+  json_t *driver = json_object();
+  json_object_set_new(driver, "name", json_string("ddx"));
+  json_object_set_new(driver, "version", json_string(DDX_VERSION));
+  json_object_set_new(driver, "informationUri", json_string("https://github.com/ddx-dev/ddx"));
+  json_t *rules = json_array();
+  for (size_t i = 0; i < cat->nrules; i++) {
+    const ddx_rule_t *r = &cat->rules[i];
+    json_t *ro = json_object();
+    json_object_set_new(ro, "id", json_string(r->id));
+    json_object_set_new(ro, "name", json_string(r->id));
+    json_object_set_new(ro, "shortDescription", json_pack("{s:s}", "text", r->title));
+    json_object_set_new(ro, "fullDescription", json_pack("{s:s}", "text", r->mechanism));
+    ddx_sb_t help;
+    ddx_sb_init(&help);
+    for (size_t k = 0; k < r->fix.n; k++) ddx_sb_printf(&help, "%zu. %s\n", k + 1, r->fix.v[k]);
+    char *ht = ddx_sb_take(&help);
+    json_object_set_new(ro, "help", json_pack("{s:s}", "text", ht ? ht : ""));
+    free(ht);
+    const char *level = r->severity == DDX_SEV_ERROR ? "error" : r->severity == DDX_SEV_WARNING ? "warning" : "note";
+    json_object_set_new(ro, "defaultConfiguration", json_pack("{s:s}", "level", level));
+    json_object_set_new(ro, "properties", json_pack("{s:o,s:s,s:s}", "tags", strs_json(&r->tags), "phase", r->phase, "role", ddx_role_name((int)r->role)));
+    json_array_append_new(rules, ro);
+  }
+  json_object_set_new(driver, "rules", rules);
+  json_object_set_new(run, "tool", json_pack("{s:o}", "driver", driver));
+  json_t *results = json_array();
+  for (size_t i = 0; i < d->n; i++) {
+    const ddx_incident_t *inc = &d->incidents[i];
+    for (size_t k = 0; k <= inc->ncollateral; k++) {
+      const ddx_rule_t *r = k == 0 ? inc->rule : inc->collateral[k - 1].rule;
+      const ddx_hit_t *h = k == 0 ? inc->hit : inc->collateral[k - 1].first;
+      json_t *res = json_object();
+      json_object_set_new(res, "ruleId", json_string(r->id));
+      json_object_set_new(res, "ruleIndex", json_integer(r->index));
+      int sev = k == 0 ? inc->severity : DDX_SEV_INFO;
+      json_object_set_new(res, "level", json_string(sev == DDX_SEV_ERROR ? "error" : sev == DDX_SEV_WARNING ? "warning" : "note"));
+      char msg[1024];
+      if (k == 0 && inc->rank >= 0)
+        snprintf(msg, sizeof msg, "%s on rank %d: %s", r->title, inc->rank, r->fix.n ? r->fix.v[0] : "");
+      else if (k == 0)
+        snprintf(msg, sizeof msg, "%s: %s", r->title, r->fix.n ? r->fix.v[0] : "");
+      else
+        snprintf(msg, sizeof msg, "%s (collateral of %s)", r->title, inc->rule->id);
+      json_object_set_new(res, "message", json_pack("{s:o}", "text", text_json(msg)));
+      json_t *loc = json_pack("{s:{s:{s:o},s:{s:I,s:I}}}", "physicalLocation", "artifactLocation", "uri",
+                              text_json(input_name(d, h->input)), "region", "startLine",
+                              (json_int_t)h->line, "startColumn", (json_int_t)h->column);
+      json_object_set_new(res, "locations", json_pack("[o]", loc));
+      if (k == 0) json_object_set_new(res, "properties", json_pack("{s:f,s:o}", "confidence", inc->confidence, "facts", facts_json(h)));
+      json_array_append_new(results, res);
+    }
+  }
+  json_object_set_new(run, "results", results);
+  json_object_set_new(root, "runs", json_pack("[o]", run));
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  return s;
+}
+
+/* ------------------------------------------------------------------- text */
+
+typedef struct style {
+  const char *bold, *red, *yellow, *cyan, *dim, *reset;
+} style_t;
+
+static style_t style_of(const ddx_report_opts_t *o) {
+  if (o && o->color) return (style_t){"\033[1m", "\033[1;31m", "\033[1;33m", "\033[36m", "\033[2m", "\033[0m"};
+  return (style_t){"", "", "", "", "", ""};
+}
+
+static void put_facts(ddx_sb_t *b, const ddx_hit_t *h) {
+  for (uint16_t i = 0; i < h->nfacts; i++) ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", h->facts[i].name, h->facts[i].value);
+}
+
+static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
+  const ddx_hit_t *h = inc->hit;
+  if (inc->rank >= 0) ddx_sb_printf(b, "rank %d", inc->rank);
+  else if (inc->local_rank >= 0) ddx_sb_printf(b, "local rank %d", inc->local_rank);
+  else ddx_sb_puts(b, "rank unknown");
+  if (h->meta.host[0]) ddx_sb_printf(b, " on %s", h->meta.host);
+  ddx_sb_printf(b, ", %s:%llu", input_name(d, h->input), (unsigned long long)h->line);
+  if (inc->ranks.n > 1) {
+    char rs[256];
+    ddx_rankset_format(&inc->ranks, rs, sizeof rs);
+    ddx_sb_printf(b, " (seen on ranks %s)", rs);
+  }
+}
+
+static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc, const style_t *st, bool primary) {
+  const ddx_rule_t *r = inc->rule;
+  const char *sc = inc->severity == DDX_SEV_ERROR ? st->red : inc->severity == DDX_SEV_WARNING ? st->yellow : st->cyan;
+  ddx_sb_printf(b, "%s%s%s %s%s%s  [%s, %s, confidence %.2f]\n", sc, ddx_severity_name(inc->severity), st->reset, st->bold, r->title, st->reset, r->id, ddx_role_name(inc->role), inc->confidence);
+  ddx_sb_puts(b, "  where     ");
+  put_where(b, d, inc);
+  ddx_sb_puts(b, "\n");
+  if (inc->hit->text) ddx_sb_printf(b, "  %s>%s %s\n", st->dim, st->reset, inc->hit->text);
+  if (inc->hit->nfacts) {
+    ddx_sb_puts(b, "  facts     ");
+    put_facts(b, inc->hit);
+    ddx_sb_puts(b, "\n");
+  }
+  if (!primary) return;
+  if (inc->ncollateral) {
+    ddx_sb_puts(b, "  collateral\n");
+    for (size_t i = 0; i < inc->ncollateral; i++) {
+      const ddx_collateral_t *c = &inc->collateral[i];
+      char rs[200] = "";
+      ddx_rankset_format(&c->ranks, rs, sizeof rs);
+      ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n", (unsigned long long)c->count, c->rule->id, rs[0] ? "ranks " : "", rs, rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
+    }
+  }
+  ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, r->summary);
+  ddx_sb_printf(b, "            %s\n", r->mechanism);
+  ddx_sb_printf(b, "  %sfix%s\n", st->bold, st->reset);
+  for (size_t i = 0; i < r->fix.n; i++) ddx_sb_printf(b, "    %zu. %s\n", i + 1, r->fix.v[i]);
+  if (r->verify) ddx_sb_printf(b, "  %sverify%s    %s\n", st->bold, st->reset, r->verify);
+  if (r->config_patches_json) {
+    json_t *p = json_loads(r->config_patches_json, 0, NULL);
+    if (json_array_size(p)) {
+      ddx_sb_puts(b, "  quick fixes for ds_config.json (the editor applies them)\n");
+      for (size_t i = 0; i < json_array_size(p); i++)
+        ddx_sb_printf(b, "    - %s\n", json_string_value(json_object_get(json_array_get(p, i), "title")));
+    }
+    json_decref(p);
+  }
+  if (inc->nmissing) {
+    ddx_sb_puts(b, "  missing\n");
+    for (size_t i = 0; i < inc->nmissing; i++) ddx_sb_printf(b, "    - %s\n", inc->missing[i]);
+  }
+}
+
+char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
+  style_t st = style_of(o);
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  if (d->n == 0) {
+    ddx_sb_printf(&b, "%sno known failure found%s in %llu lines\n", st.bold, st.reset, (unsigned long long)d->scan->lines);
+    ddx_sb_puts(&b, "  If the job did fail, the error may be outside this excerpt: include the first traceback of every rank.\n");
+  }
+  for (size_t i = 0; i < d->n; i++) {
+    if (i == 1) ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
+    put_incident_text(&b, d, &d->incidents[i], &st, i == 0);
+  }
+  ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim, (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines, d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
+  return ddx_sb_take(&b);
+}
+
+/* --------------------------------------------------------------- evidence */
+
+static bool is_ipv4_at(const char *s, size_t *len) {
+  int parts = 0;
+  const char *p = s;
+  while (parts < 4) {
+    int digits = 0;
+    while (isdigit((unsigned char)*p) && digits < 4) p++, digits++;
+    if (digits == 0 || digits > 3) return false;
+    parts++;
+    if (parts < 4) {
+      if (*p != '.') return false;
+      p++;
+    }
+  }
+  if (isdigit((unsigned char)*p)) return false;
+  *len = (size_t)(p - s);
+  return true;
+}
+
+char *ddx_redact(const char *text, const char *const *hosts, size_t nhosts) {
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  const char *p = text;
+  while (*p) {
+    size_t n;
+    bool boundary = p == text || !isalnum((unsigned char)p[-1]);
+    if (boundary && isdigit((unsigned char)*p) && is_ipv4_at(p, &n)) {
+      ddx_sb_puts(&b, "x.x.x.x");
+      p += n;
+      continue;
+    }
+    if (!strncmp(p, "/home/", 6) || !strncmp(p, "/Users/", 7) || !strncmp(p, "/data/home/", 11)) {
+      size_t pre = !strncmp(p, "/home/", 6) ? 6 : !strncmp(p, "/Users/", 7) ? 7 : 11;
+      ddx_sb_putn(&b, p, pre);
+      p += pre;
+      while (*p && *p != '/' && *p != ' ' && *p != '"' && *p != '\'') p++;
+      ddx_sb_puts(&b, "USER");
+      continue;
+    }
+    if (*p == '@' && p > text && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1])) {
+      /* user@host: drop the user already written, then the host. */
+      size_t k = b.len;
+      while (k > 0 && (isalnum((unsigned char)b.s[k - 1]) || b.s[k - 1] == '_' || b.s[k - 1] == '-' || b.s[k - 1] == '.')) k--;
+      b.len = k;
+      b.s[k] = 0;
+      ddx_sb_puts(&b, "USER@HOST");
+      p++;
+      while (isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_') p++;
+      continue;
+    }
+    bool replaced = false;
+    for (size_t h = 0; h < nhosts && !replaced; h++) {
+      size_t hl = strlen(hosts[h]);
+      if (hl >= 2 && boundary && !strncmp(p, hosts[h], hl) && !isalnum((unsigned char)p[hl])) {
+        ddx_sb_printf(&b, "host-%zu", h + 1);
+        p += hl;
+        replaced = true;
+      }
+    }
+    if (replaced) continue;
+    ddx_sb_putn(&b, p, 1);
+    p++;
+  }
+  return ddx_sb_take(&b);
+}
+
+char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
+  (void)o;
+  /* Collect the hosts the log names so they can be replaced everywhere. */
+  const char *hosts[64];
+  size_t nhosts = 0;
+  const ddx_hit_t *hits = d->scan->hits.data;
+  for (size_t i = 0; i < d->scan->hits.len && nhosts < 64; i++) {
+    const char *h = hits[i].meta.host;
+    if (!h[0]) continue;
+    bool seen = false;
+    for (size_t k = 0; k < nhosts && !seen; k++) seen = !strcmp(hosts[k], h);
+    if (!seen) hosts[nhosts++] = h;
+  }
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "ddx evidence (personal data replaced; review before sharing)\n");
+  for (size_t i = 0; i < d->n; i++) {
+    const ddx_incident_t *inc = &d->incidents[i];
+    for (size_t k = 0; k <= inc->ncollateral; k++) {
+      const ddx_hit_t *h = k == 0 ? inc->hit : inc->collateral[k - 1].first;
+      const ddx_rule_t *r = k == 0 ? inc->rule : inc->collateral[k - 1].rule;
+      char *red = ddx_redact(h->text ? h->text : "", hosts, nhosts);
+      int32_t rank = k == 0 ? inc->rank : h->meta.rank;
+      char where[64] = "";
+      if (rank >= 0) snprintf(where, sizeof where, " rank %d", rank);
+      ddx_sb_printf(&b, "[%s%s%s, line %llu] %s\n", k == 0 ? "" : "collateral ", r->id, where, (unsigned long long)h->line, red ? red : "");
+      free(red);
+    }
+  }
+  return ddx_sb_take(&b);
+}
+
+/* ---------------------------------------------------------------- explain */
+
+char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool as_json) {
+  if (as_json) {
+    json_t *root = json_load_file(r->file, 0, NULL);
+    if (!root) return NULL;
+    json_object_del(root, "samples");
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return s;
+  }
+  style_t st = style_of(o);
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_printf(&b, "%s%s%s  (%s)\n", st.bold, r->title, st.reset, r->id);
+  ddx_sb_printf(&b, "phase %s, severity %s, role %s, priority %d\n\n", r->phase, ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority);
+  ddx_sb_printf(&b, "%sSummary%s\n  %s\n\n%sMechanism%s\n  %s\n", st.bold, st.reset, r->summary, st.bold, st.reset, r->mechanism);
+  if (r->nsymptoms) {
+    ddx_sb_printf(&b, "\n%sSymptoms%s\n", st.bold, st.reset);
+    for (size_t i = 0; i < r->nsymptoms; i++) ddx_sb_printf(&b, "  - %s%s%s\n", r->symptoms[i].text, r->symptoms[i].why ? "\n    why: " : "", r->symptoms[i].why ? r->symptoms[i].why : "");
+  }
+  if (r->affects) ddx_sb_printf(&b, "\n%sAffects%s\n  %s\n", st.bold, st.reset, r->affects);
+  const struct {
+    const char *name;
+    const ddx_strs_t *list;
+    bool numbered;
+  } lists[] = {{"Checklist", &r->checklist, false}, {"Fix", &r->fix, true}};
+  for (size_t l = 0; l < 2; l++) {
+    if (!lists[l].list->n) continue;
+    ddx_sb_printf(&b, "\n%s%s%s\n", st.bold, lists[l].name, st.reset);
+    for (size_t i = 0; i < lists[l].list->n; i++) {
+      if (lists[l].numbered) ddx_sb_printf(&b, "  %zu. %s\n", i + 1, lists[l].list->v[i]);
+      else ddx_sb_printf(&b, "  - %s\n", lists[l].list->v[i]);
+    }
+  }
+  if (r->verify) ddx_sb_printf(&b, "\n%sVerify%s\n  %s\n", st.bold, st.reset, r->verify);
+  if (r->prevention) ddx_sb_printf(&b, "\n%sPrevention%s\n  %s\n", st.bold, st.reset, r->prevention);
+  if (r->fingerprint) ddx_sb_printf(&b, "\n%sFingerprint%s\n  %s\n", st.bold, st.reset, r->fingerprint);
+  if (r->config_patches_json) {
+    json_t *p = json_loads(r->config_patches_json, 0, NULL);
+    ddx_sb_printf(&b, "\n%sds_config.json quick fixes%s\n", st.bold, st.reset);
+    for (size_t i = 0; i < json_array_size(p); i++) {
+      json_t *pi = json_array_get(p, i);
+      char *ops = json_dumps(json_object_get(pi, "ops"), JSON_COMPACT);
+      ddx_sb_printf(&b, "  - %s: %s\n", json_string_value(json_object_get(pi, "title")), ops ? ops : "");
+      free(ops);
+    }
+    json_decref(p);
+  }
+  if (r->related.n) {
+    ddx_sb_printf(&b, "\n%sRelated%s\n  ", st.bold, st.reset);
+    for (size_t i = 0; i < r->related.n; i++) ddx_sb_printf(&b, "%s%s", i ? ", " : "", r->related.v[i]);
+    ddx_sb_puts(&b, "\n");
+  }
+  if (r->references.n) {
+    ddx_sb_printf(&b, "\n%sReferences%s\n", st.bold, st.reset);
+    for (size_t i = 0; i < r->references.n; i++) ddx_sb_printf(&b, "  %s\n", r->references.v[i]);
+  }
+  return ddx_sb_take(&b);
+}

@@ -1,0 +1,660 @@
+/* rules.c - loads, validates and compiles the failure catalog (see ddx/rules.h).
+ *
+ * Validation is strict and every error names the file and the JSON path of
+ * the offending field, e.g. "rules/x.json: $.signatures[1].regex: ...". */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "ddx/rules.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Loader state for one file: where we are, for error messages. */
+typedef struct load_ctx {
+  ddx_catalog_t *cat;
+  const char *file;
+  char path[256];
+  ddx_error_t *err;
+} load_ctx_t;
+
+static int fail(load_ctx_t *lc, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(load_ctx_t *lc, const char *field, const char *fmt, ...) {
+  char what[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return ddx_error_set(lc->err, DDX_ERULE, "%s: %s%s%s: %s", lc->file, lc->path,
+                       field && *field ? "." : "", field ? field : "", what);
+}
+
+/* Pushes ".key" or "[i]" onto the path; returns the old length to restore. */
+static size_t path_push(load_ctx_t *lc, const char *key, long idx) {
+  size_t old = strlen(lc->path);
+  if (key) snprintf(lc->path + old, sizeof lc->path - old, ".%s", key);
+  else snprintf(lc->path + old, sizeof lc->path - old, "[%ld]", idx);
+  return old;
+}
+
+static void path_pop(load_ctx_t *lc, size_t old) {
+  lc->path[old] = 0;
+}
+
+static int check_keys(load_ctx_t *lc, json_t *obj, const char *const *allowed) {
+  const char *key;
+  json_t *val;
+  json_object_foreach(obj, key, val) {
+    int ok = 0;
+    for (const char *const *a = allowed; *a; a++)
+      if (!strcmp(*a, key)) ok = 1;
+    if (!ok) return fail(lc, key, "unknown field (see rules/README.md)");
+  }
+  return 0;
+}
+
+static int get_str(load_ctx_t *lc, json_t *obj, const char *key, bool required,
+                   const char **out) {
+  json_t *v = json_object_get(obj, key);
+  *out = NULL;
+  if (!v) return required ? fail(lc, key, "missing required string") : 0;
+  if (!json_is_string(v)) return fail(lc, key, "expected a string");
+  if (required && json_string_length(v) == 0) return fail(lc, key, "must not be empty");
+  *out = ddx_arena_strndup(&lc->cat->arena, json_string_value(v), json_string_length(v));
+  return *out ? 0 : ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+}
+
+static int get_strs(load_ctx_t *lc, json_t *obj, const char *key, bool required,
+                    ddx_strs_t *out) {
+  json_t *v = json_object_get(obj, key);
+  out->v = NULL;
+  out->n = 0;
+  if (!v) return required ? fail(lc, key, "missing required array of strings") : 0;
+  if (!json_is_array(v)) return fail(lc, key, "expected an array of strings");
+  size_t n = json_array_size(v);
+  if (required && n == 0) return fail(lc, key, "must not be empty");
+  out->v = ddx_arena_alloc(&lc->cat->arena, (n + 1) * sizeof *out->v);
+  if (!out->v) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *s = json_array_get(v, i);
+    if (!json_is_string(s)) {
+      size_t old = path_push(lc, key, -1);
+      path_pop(lc, old);
+      char f[128];
+      snprintf(f, sizeof f, "%s[%zu]", key, i);
+      return fail(lc, f, "expected a string");
+    }
+    out->v[i] = ddx_arena_strndup(&lc->cat->arena, json_string_value(s), json_string_length(s));
+  }
+  out->n = n;
+  return 0;
+}
+
+static int get_enum(load_ctx_t *lc, json_t *obj, const char *key, const char *const *names,
+                    int dflt, bool required, int *out) {
+  json_t *v = json_object_get(obj, key);
+  *out = dflt;
+  if (!v) return required ? fail(lc, key, "missing required field") : 0;
+  if (json_is_string(v))
+    for (int i = 0; names[i]; i++)
+      if (!strcmp(names[i], json_string_value(v))) {
+        *out = i;
+        return 0;
+      }
+  char list[256] = "";
+  for (int i = 0; names[i]; i++) {
+    strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+    strncat(list, names[i], sizeof list - strlen(list) - 1);
+  }
+  return fail(lc, key, "expected one of: %s", list);
+}
+
+static int get_bool(load_ctx_t *lc, json_t *obj, const char *key, bool dflt, bool *out) {
+  json_t *v = json_object_get(obj, key);
+  *out = dflt;
+  if (!v) return 0;
+  if (!json_is_boolean(v)) return fail(lc, key, "expected true or false");
+  *out = json_is_true(v);
+  return 0;
+}
+
+static int get_int(load_ctx_t *lc, json_t *obj, const char *key, long lo, long hi, long dflt,
+                   bool required, long *out) {
+  json_t *v = json_object_get(obj, key);
+  *out = dflt;
+  if (!v) return required ? fail(lc, key, "missing required integer") : 0;
+  if (!json_is_integer(v)) return fail(lc, key, "expected an integer");
+  long x = (long)json_integer_value(v);
+  if (x < lo || x > hi) return fail(lc, key, "must be between %ld and %ld", lo, hi);
+  *out = x;
+  return 0;
+}
+
+static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id) {
+  int errcode;
+  PCRE2_SIZE erroff;
+  pcre2_code *code = pcre2_compile((PCRE2_SPTR)p->regex, PCRE2_ZERO_TERMINATED, 0, &errcode,
+                                   &erroff, NULL);
+  if (!code) {
+    PCRE2_UCHAR buf[256];
+    pcre2_get_error_message(errcode, buf, sizeof buf);
+    return fail(lc, "regex", "rule %s: regex does not compile at offset %zu: %s", rule_id,
+                (size_t)erroff, (char *)buf);
+  }
+  if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0) lc->cat->jit = true;
+  p->code = code;
+  uint32_t capcount = 0, namecount = 0, entry = 0;
+  PCRE2_SPTR table;
+  pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &capcount);
+  pcre2_pattern_info(code, PCRE2_INFO_NAMECOUNT, &namecount);
+  pcre2_pattern_info(code, PCRE2_INFO_NAMEENTRYSIZE, &entry);
+  pcre2_pattern_info(code, PCRE2_INFO_NAMETABLE, &table);
+  p->ncaptures = capcount;
+  p->capture_names = ddx_arena_alloc(&lc->cat->arena, (capcount + 1) * sizeof(char *));
+  for (uint32_t i = 0; i < namecount; i++) {
+    const unsigned char *e = table + (size_t)i * entry;
+    unsigned group = ((unsigned)e[0] << 8) | e[1];
+    if (group <= capcount) p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2);
+  }
+  return 0;
+}
+
+static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
+                        const char *rule_id) {
+  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", NULL};
+  static const char *const ctx_keys[] = {"regex", "literals", "before", "after", "scope", "same_rank", "absent", NULL};
+  static const char *const sevs[] = {"info", "warning", "error", NULL};
+  static const char *const scopes[] = {"window", "file", NULL};
+  int rc;
+  if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
+  if ((rc = check_keys(lc, o, is_ctx ? ctx_keys : sig_keys))) return rc;
+  if ((rc = get_str(lc, o, "regex", true, &p->regex))) return rc;
+  if ((rc = get_strs(lc, o, "literals", true, &p->literals))) return rc;
+  for (size_t i = 0; i < p->literals.n; i++)
+    if (strlen(p->literals.v[i]) < 2) {
+      char f[64];
+      snprintf(f, sizeof f, "literals[%zu]", i);
+      return fail(lc, f, "a literal needs at least 2 bytes");
+    }
+  p->severity = -1;
+  p->confidence = 0.8;
+  if (!is_ctx) {
+    if ((rc = get_str(lc, o, "id", false, &p->id))) return rc;
+    json_t *c = json_object_get(o, "confidence");
+    if (c) {
+      if (!json_is_number(c) || json_number_value(c) < 0 || json_number_value(c) > 1)
+        return fail(lc, "confidence", "expected a number between 0 and 1");
+      p->confidence = json_number_value(c);
+    }
+    if ((rc = get_bool(lc, o, "fallback", false, &p->fallback))) return rc;
+    if (json_object_get(o, "severity") &&
+        (rc = get_enum(lc, o, "severity", sevs, -1, false, &p->severity)))
+      return rc;
+  } else {
+    long v;
+    int scope;
+    if ((rc = get_int(lc, o, "before", 0, 1000000, 40, false, &v))) return rc;
+    p->before = (int)v;
+    if ((rc = get_int(lc, o, "after", 0, 1000000, 5, false, &v))) return rc;
+    p->after = (int)v;
+    if ((rc = get_enum(lc, o, "scope", scopes, 0, false, &scope))) return rc;
+    p->scope_file = scope == 1;
+    if ((rc = get_bool(lc, o, "same_rank", true, &p->same_rank))) return rc;
+    if ((rc = get_bool(lc, o, "absent", false, &p->absent))) return rc;
+  }
+  return compile_pattern(lc, p, rule_id);
+}
+
+static int load_condition(load_ctx_t *lc, json_t *o, ddx_condition_t *c) {
+  static const char *const keys[] = {"fact", "op", "value", NULL};
+  static const char *const ops[] = {"<", "<=", ">", ">=", "==", "!=", "exists", NULL};
+  int rc, op;
+  if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
+  if ((rc = check_keys(lc, o, keys))) return rc;
+  if ((rc = get_str(lc, o, "fact", true, &c->fact))) return rc;
+  if ((rc = get_enum(lc, o, "op", ops, 0, true, &op))) return rc;
+  c->op = ops[op];
+  json_t *v = json_object_get(o, "value");
+  if (!v) {
+    if (op != 6) return fail(lc, "value", "missing (needed by op %s)", ops[op]);
+    return 0;
+  }
+  c->has_value = true;
+  if (json_is_number(v)) {
+    c->number = json_number_value(v);
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    const char *star = strchr(s, '*');
+    if (star) {
+      char *end;
+      c->ref_factor = strtod(s, &end);
+      if (end == s) return fail(lc, "value", "expected \"k*fact\", a number or a size");
+      c->ref_fact = ddx_arena_strdup(&lc->cat->arena, star + 1);
+    } else if (!ddx_parse_quantity(s, &c->number)) {
+      return fail(lc, "value", "expected a number, a size like \"2 GiB\" or \"k*fact\"");
+    }
+  } else {
+    return fail(lc, "value", "expected a number or a string");
+  }
+  return 0;
+}
+
+static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t *n,
+                        bool required) {
+  static const char *const keys[] = {"text", "source", "why", "facts", NULL};
+  int rc;
+  *out = NULL;
+  *n = 0;
+  if (!arr) return 0;
+  if (!json_is_array(arr)) return fail(lc, NULL, "expected an array of samples");
+  if (required && json_array_size(arr) == 0) return fail(lc, NULL, "needs at least one sample");
+  *n = json_array_size(arr);
+  *out = ddx_arena_alloc(&lc->cat->arena, (*n + 1) * sizeof **out);
+  for (size_t i = 0; i < *n; i++) {
+    json_t *o = json_array_get(arr, i);
+    size_t old = path_push(lc, NULL, (long)i);
+    ddx_sample_t *s = &(*out)[i];
+    if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
+    if ((rc = check_keys(lc, o, keys))) return rc;
+    if ((rc = get_str(lc, o, "text", true, &s->text))) return rc;
+    if ((rc = get_str(lc, o, "source", false, &s->source))) return rc;
+    if ((rc = get_str(lc, o, "why", false, &s->why))) return rc;
+    json_t *facts = json_object_get(o, "facts");
+    if (facts) {
+      if (!json_is_object(facts)) return fail(lc, "facts", "expected an object of strings");
+      size_t nf = json_object_size(facts), k = 0;
+      s->fact_names.v = ddx_arena_alloc(&lc->cat->arena, (nf + 1) * sizeof(char *));
+      s->fact_values.v = ddx_arena_alloc(&lc->cat->arena, (nf + 1) * sizeof(char *));
+      const char *key;
+      json_t *val;
+      json_object_foreach(facts, key, val) {
+        if (!json_is_string(val)) {
+          char f[160];
+          snprintf(f, sizeof f, "facts.%s", key);
+          return fail(lc, f, "expected a string");
+        }
+        s->fact_names.v[k] = ddx_arena_strdup(&lc->cat->arena, key);
+        s->fact_values.v[k] = ddx_arena_strdup(&lc->cat->arena, json_string_value(val));
+        k++;
+      }
+      s->fact_names.n = s->fact_values.n = k;
+    }
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
+/* Validates config_patches structurally; the patch engine interprets them. */
+static int check_patches(load_ctx_t *lc, json_t *arr) {
+  static const char *const pkeys[] = {"id", "title", "preconditions", "ops", NULL};
+  static const char *const okeys[] = {"op", "path", "value", "to", "factor", "min", NULL};
+  static const char *const ckeys[] = {"path", "op", "value", NULL};
+  static const char *const ops[] = {"set", "remove", "rename", "multiply", NULL};
+  static const char *const cops[] = {"exists", "absent", "==", "!=", "<", "<=", ">", ">=", "not-auto", NULL};
+  int rc, e;
+  const char *s;
+  if (!json_is_array(arr)) return fail(lc, NULL, "expected an array");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *p = json_array_get(arr, i);
+    size_t old = path_push(lc, NULL, (long)i);
+    if (!json_is_object(p)) return fail(lc, NULL, "expected an object");
+    if ((rc = check_keys(lc, p, pkeys))) return rc;
+    if ((rc = get_str(lc, p, "id", true, &s))) return rc;
+    if ((rc = get_str(lc, p, "title", true, &s))) return rc;
+    json_t *pre = json_object_get(p, "preconditions");
+    if (pre) {
+      if (!json_is_array(pre)) return fail(lc, "preconditions", "expected an array");
+      for (size_t j = 0; j < json_array_size(pre); j++) {
+        json_t *c = json_array_get(pre, j);
+        size_t o2 = path_push(lc, "preconditions", -1);
+        path_pop(lc, o2);
+        char f[64];
+        snprintf(f, sizeof f, "preconditions[%zu]", j);
+        o2 = strlen(lc->path);
+        snprintf(lc->path + o2, sizeof lc->path - o2, ".%s", f);
+        if (!json_is_object(c)) return fail(lc, NULL, "expected an object");
+        if ((rc = check_keys(lc, c, ckeys))) return rc;
+        if ((rc = get_str(lc, c, "path", true, &s))) return rc;
+        if ((rc = get_enum(lc, c, "op", cops, 0, true, &e))) return rc;
+        path_pop(lc, o2);
+      }
+    }
+    json_t *o = json_object_get(p, "ops");
+    if (!json_is_array(o) || json_array_size(o) == 0)
+      return fail(lc, "ops", "expected a non-empty array of operations");
+    for (size_t j = 0; j < json_array_size(o); j++) {
+      json_t *op = json_array_get(o, j);
+      char f[64];
+      snprintf(f, sizeof f, ".ops[%zu]", j);
+      size_t o2 = strlen(lc->path);
+      snprintf(lc->path + o2, sizeof lc->path - o2, "%s", f);
+      if (!json_is_object(op)) return fail(lc, NULL, "expected an object");
+      if ((rc = check_keys(lc, op, okeys))) return rc;
+      if ((rc = get_str(lc, op, "path", true, &s))) return rc;
+      if ((rc = get_enum(lc, op, "op", ops, 0, true, &e))) return rc;
+      if (e == 0 && !json_object_get(op, "value")) return fail(lc, "value", "set needs a value");
+      if (e == 2 && (rc = get_str(lc, op, "to", true, &s))) return rc;
+      if (e == 3 && !json_is_number(json_object_get(op, "factor")))
+        return fail(lc, "factor", "multiply needs a numeric factor");
+      path_pop(lc, o2);
+    }
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
+static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
+  static const char *const keys[] = {
+      "id", "title", "framework", "phase", "tags", "severity", "role", "priority", "signatures",
+      "context", "conditions", "explains", "trigger", "anchor", "summary", "mechanism", "symptoms",
+      "affects", "checklist", "fix", "verify", "prevention", "fingerprint", "related",
+      "references", "missing", "config_patches", "samples", "$schema", NULL};
+  static const char *const phases[] = {"launch", "init", "step", "communication", "numerics", "checkpoint", "serving", NULL};
+  static const char *const sevs[] = {"info", "warning", "error", NULL};
+  static const char *const roles[] = {"cause", "collateral", "wrapper", NULL};
+  static const char *const triggers[] = {"match", "no-error", NULL};
+  static const char *const anchors[] = {"first", "last", NULL};
+  int rc, e;
+  long pr;
+  strcpy(lc->path, "$");
+  if (!json_is_object(root)) return fail(lc, NULL, "a rule file holds one JSON object");
+  if ((rc = check_keys(lc, root, keys))) return rc;
+  if ((rc = get_str(lc, root, "id", true, &r->id))) return rc;
+  const char *dot = strchr(r->id, '.');
+  if (!dot || dot == r->id || !dot[1]) return fail(lc, "id", "expected family.name, got \"%s\"", r->id);
+  if ((rc = get_str(lc, root, "title", true, &r->title))) return rc;
+  if ((rc = get_str(lc, root, "framework", false, &r->framework))) return rc;
+  if ((rc = get_enum(lc, root, "phase", phases, 0, true, &e))) return rc;
+  r->phase = phases[e];
+  if ((rc = get_strs(lc, root, "tags", false, &r->tags))) return rc;
+  if ((rc = get_enum(lc, root, "severity", sevs, 2, true, &e))) return rc;
+  r->severity = (ddx_severity_t)e;
+  if ((rc = get_enum(lc, root, "role", roles, 0, true, &e))) return rc;
+  r->role = (ddx_role_t)e;
+  if ((rc = get_int(lc, root, "priority", 0, 100, 50, true, &pr))) return rc;
+  r->priority = (int)pr;
+  if ((rc = get_enum(lc, root, "trigger", triggers, 0, false, &e))) return rc;
+  r->trigger = (ddx_trigger_t)e;
+  if ((rc = get_enum(lc, root, "anchor", anchors, 0, false, &e))) return rc;
+  r->anchor_last = e == 1;
+
+  json_t *sigs = json_object_get(root, "signatures");
+  if (!json_is_array(sigs) || json_array_size(sigs) == 0)
+    return fail(lc, "signatures", "expected a non-empty array of signatures");
+  r->nsigs = json_array_size(sigs);
+  r->sigs = ddx_arena_alloc(&lc->cat->arena, r->nsigs * sizeof *r->sigs);
+  for (size_t i = 0; i < r->nsigs; i++) {
+    size_t old = path_push(lc, "signatures", -1);
+    path_pop(lc, old);
+    snprintf(lc->path + old, sizeof lc->path - old, ".signatures[%zu]", i);
+    if ((rc = load_pattern(lc, json_array_get(sigs, i), &r->sigs[i], false, r->id))) return rc;
+    path_pop(lc, old);
+  }
+  json_t *ctx = json_object_get(root, "context");
+  if (ctx) {
+    if (!json_is_array(ctx)) return fail(lc, "context", "expected an array");
+    r->nctx = json_array_size(ctx);
+    r->ctx = ddx_arena_alloc(&lc->cat->arena, (r->nctx + 1) * sizeof *r->ctx);
+    for (size_t i = 0; i < r->nctx; i++) {
+      size_t old = strlen(lc->path);
+      snprintf(lc->path + old, sizeof lc->path - old, ".context[%zu]", i);
+      if ((rc = load_pattern(lc, json_array_get(ctx, i), &r->ctx[i], true, r->id))) return rc;
+      path_pop(lc, old);
+    }
+  }
+  json_t *conds = json_object_get(root, "conditions");
+  if (conds) {
+    if (!json_is_array(conds)) return fail(lc, "conditions", "expected an array");
+    r->nconds = json_array_size(conds);
+    r->conds = ddx_arena_alloc(&lc->cat->arena, (r->nconds + 1) * sizeof *r->conds);
+    for (size_t i = 0; i < r->nconds; i++) {
+      size_t old = strlen(lc->path);
+      snprintf(lc->path + old, sizeof lc->path - old, ".conditions[%zu]", i);
+      if ((rc = load_condition(lc, json_array_get(conds, i), &r->conds[i]))) return rc;
+      path_pop(lc, old);
+    }
+  }
+  if ((rc = get_strs(lc, root, "explains", false, &r->explains))) return rc;
+  if ((rc = get_str(lc, root, "summary", true, &r->summary))) return rc;
+  if ((rc = get_str(lc, root, "mechanism", true, &r->mechanism))) return rc;
+  if ((rc = get_str(lc, root, "affects", false, &r->affects))) return rc;
+  if ((rc = get_str(lc, root, "verify", false, &r->verify))) return rc;
+  if ((rc = get_str(lc, root, "prevention", false, &r->prevention))) return rc;
+  if ((rc = get_str(lc, root, "fingerprint", false, &r->fingerprint))) return rc;
+  if ((rc = get_strs(lc, root, "checklist", false, &r->checklist))) return rc;
+  if ((rc = get_strs(lc, root, "fix", true, &r->fix))) return rc;
+  if ((rc = get_strs(lc, root, "related", false, &r->related))) return rc;
+  if ((rc = get_strs(lc, root, "references", false, &r->references))) return rc;
+  if ((rc = get_strs(lc, root, "missing", false, &r->missing))) return rc;
+  json_t *sym = json_object_get(root, "symptoms");
+  if (sym) {
+    if (!json_is_array(sym)) return fail(lc, "symptoms", "expected an array");
+    r->nsymptoms = json_array_size(sym);
+    r->symptoms = ddx_arena_alloc(&lc->cat->arena, (r->nsymptoms + 1) * sizeof *r->symptoms);
+    for (size_t i = 0; i < r->nsymptoms; i++) {
+      static const char *const skeys[] = {"text", "why", NULL};
+      json_t *o = json_array_get(sym, i);
+      size_t old = strlen(lc->path);
+      snprintf(lc->path + old, sizeof lc->path - old, ".symptoms[%zu]", i);
+      if (!json_is_object(o)) return fail(lc, NULL, "expected an object {text, why}");
+      if ((rc = check_keys(lc, o, skeys))) return rc;
+      if ((rc = get_str(lc, o, "text", true, &r->symptoms[i].text))) return rc;
+      if ((rc = get_str(lc, o, "why", false, &r->symptoms[i].why))) return rc;
+      path_pop(lc, old);
+    }
+  }
+  json_t *patches = json_object_get(root, "config_patches");
+  if (patches) {
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".config_patches");
+    if ((rc = check_patches(lc, patches))) return rc;
+    path_pop(lc, old);
+    char *txt = json_dumps(patches, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    r->config_patches_json = ddx_arena_strdup(&lc->cat->arena, txt);
+    free(txt);
+  }
+  json_t *samples = json_object_get(root, "samples");
+  if (!json_is_object(samples)) return fail(lc, "samples", "expected {\"positive\": [...], \"negative\": [...]}");
+  {
+    static const char *const skeys[] = {"positive", "negative", NULL};
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".samples");
+    if ((rc = check_keys(lc, samples, skeys))) return rc;
+    size_t o2 = strlen(lc->path);
+    snprintf(lc->path + o2, sizeof lc->path - o2, ".positive");
+    if (!json_object_get(samples, "positive")) return fail(lc, NULL, "missing: every rule needs positive samples");
+    if ((rc = load_samples(lc, json_object_get(samples, "positive"), &r->positive, &r->npositive, true))) return rc;
+    path_pop(lc, o2);
+    snprintf(lc->path + o2, sizeof lc->path - o2, ".negative");
+    if ((rc = load_samples(lc, json_object_get(samples, "negative"), &r->negative, &r->nnegative, false))) return rc;
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collects rule file paths under path (sorted, for a stable catalog order). */
+static int collect_files(const char *path, ddx_vec_t *files, ddx_error_t *err, int depth) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return ddx_error_set(err, DDX_EIO, "%s: cannot read rules: %s", path, strerror(errno));
+  if (S_ISREG(st.st_mode)) {
+    char **slot = ddx_vec_push(files);
+    if (!slot || !(*slot = strdup(path))) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    return 0;
+  }
+  if (!S_ISDIR(st.st_mode) || depth > 8) return 0;
+  DIR *d = opendir(path);
+  if (!d) return ddx_error_set(err, DDX_EIO, "%s: cannot open folder: %s", path, strerror(errno));
+  ddx_vec_t names;
+  ddx_vec_init(&names, sizeof(char *));
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char **slot = ddx_vec_push(&names);
+    if (slot) *slot = strdup(de->d_name);
+  }
+  closedir(d);
+  qsort(names.data, names.len, sizeof(char *), cmp_str);
+  int rc = 0;
+  for (size_t i = 0; i < names.len; i++) {
+    char *name = DDX_VEC_AT(&names, char *, i);
+    if (!rc) {
+      char full[4096];
+      snprintf(full, sizeof full, "%s/%s", path, name);
+      struct stat cst;
+      if (stat(full, &cst) == 0 && S_ISDIR(cst.st_mode)) rc = collect_files(full, files, err, depth + 1);
+      else if (ends_with(name, ".json") && !ends_with(name, ".schema.json")) rc = collect_files(full, files, err, depth + 1);
+    }
+    free(name);
+  }
+  ddx_vec_free(&names);
+  return rc;
+}
+
+static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
+  cat->prefilter = ddx_prefilter_new();
+  ddx_vec_t refs;
+  ddx_vec_init(&refs, sizeof(ddx_literal_ref_t));
+  if (!cat->prefilter) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  for (size_t r = 0; r < cat->nrules; r++) {
+    ddx_rule_t *rule = &cat->rules[r];
+    for (int pass = 0; pass < 2; pass++) {
+      ddx_pattern_t *pats = pass ? rule->ctx : rule->sigs;
+      size_t np = pass ? rule->nctx : rule->nsigs;
+      for (size_t p = 0; p < np; p++) {
+        cat->npatterns++;
+        for (size_t l = 0; l < pats[p].literals.n; l++) {
+          const char *lit = pats[p].literals.v[l];
+          if (ddx_prefilter_add(cat->prefilter, lit, strlen(lit)) < 0) {
+            ddx_vec_free(&refs);
+            return ddx_error_set(err, DDX_ERULE, "%s: literal \"%s\" rejected", rule->file, lit);
+          }
+          ddx_literal_ref_t *ref = ddx_vec_push(&refs);
+          ref->rule = (uint32_t)r;
+          ref->pattern = (uint16_t)p;
+          ref->is_ctx = (uint8_t)pass;
+        }
+      }
+    }
+  }
+  ddx_prefilter_build(cat->prefilter);
+  cat->nlits = refs.len;
+  cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));
+  if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
+  ddx_vec_free(&refs);
+  return 0;
+}
+
+int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
+                     ddx_error_t *err) {
+  *out = NULL;
+  ddx_catalog_t *cat = calloc(1, sizeof *cat);
+  if (!cat) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  ddx_arena_init(&cat->arena);
+  ddx_vec_t files;
+  ddx_vec_init(&files, sizeof(char *));
+  int rc = 0;
+  for (size_t i = 0; i < npaths && !rc; i++) rc = collect_files(paths[i], &files, err, 0);
+  if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
+  if (!rc) {
+    cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
+    for (size_t i = 0; i < files.len && !rc; i++) {
+      const char *file = DDX_VEC_AT(&files, char *, i);
+      json_error_t jerr;
+      json_t *root = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+      if (!root) {
+        rc = ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line,
+                           jerr.column, jerr.text);
+        break;
+      }
+      load_ctx_t lc = {.cat = cat, .file = file, .err = err};
+      ddx_rule_t *r = &cat->rules[cat->nrules];
+      r->index = (uint32_t)cat->nrules;
+      r->file = ddx_arena_strdup(&cat->arena, file);
+      rc = load_rule(&lc, root, r);
+      json_decref(root);
+      if (rc) break;
+      for (size_t k = 0; k < cat->nrules; k++)
+        if (!strcmp(cat->rules[k].id, r->id)) {
+          rc = ddx_error_set(err, DDX_ERULE, "%s: $.id: \"%s\" is already defined in %s", file,
+                             r->id, cat->rules[k].file);
+          break;
+        }
+      cat->nrules++;
+    }
+  }
+  for (size_t i = 0; i < files.len; i++) free(DDX_VEC_AT(&files, char *, i));
+  ddx_vec_free(&files);
+  if (!rc) rc = build_prefilter(cat, err);
+  if (rc) {
+    ddx_catalog_free(cat);
+    return rc;
+  }
+  *out = cat;
+  return 0;
+}
+
+void ddx_catalog_free(ddx_catalog_t *cat) {
+  if (!cat) return;
+  for (size_t r = 0; r < cat->nrules; r++) {
+    for (size_t p = 0; p < cat->rules[r].nsigs; p++) pcre2_code_free(cat->rules[r].sigs[p].code);
+    for (size_t p = 0; p < cat->rules[r].nctx; p++) pcre2_code_free(cat->rules[r].ctx[p].code);
+  }
+  ddx_prefilter_free(cat->prefilter);
+  ddx_arena_free(&cat->arena);
+  free(cat);
+}
+
+const ddx_rule_t *ddx_catalog_find(const ddx_catalog_t *cat, const char *id) {
+  for (size_t i = 0; i < cat->nrules; i++)
+    if (!strcmp(cat->rules[i].id, id)) return &cat->rules[i];
+  return NULL;
+}
+
+void *ddx_match_data_new(const ddx_catalog_t *cat) {
+  (void)cat;
+  return pcre2_match_data_create(64, NULL);
+}
+
+void ddx_match_data_free(void *md) {
+  pcre2_match_data_free(md);
+}
+
+int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void *md,
+                      size_t *ovector_out, uint32_t maxpairs) {
+  int rc = pcre2_match(p->code, (PCRE2_SPTR)text, len, 0, 0, md, NULL);
+  if (rc == PCRE2_ERROR_NOMATCH) return 0;
+  if (rc < 0) return -1;
+  PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+  uint32_t n = pcre2_get_ovector_count(md);
+  if (n > maxpairs) n = maxpairs;
+  for (uint32_t i = 0; i < n; i++) {
+    ovector_out[2 * i] = ov[2 * i] == PCRE2_UNSET ? (size_t)-1 : ov[2 * i];
+    ovector_out[2 * i + 1] = ov[2 * i + 1] == PCRE2_UNSET ? (size_t)-1 : ov[2 * i + 1];
+  }
+  for (uint32_t i = n; i < maxpairs; i++) ovector_out[2 * i] = ovector_out[2 * i + 1] = (size_t)-1;
+  return 1;
+}
+
+const char *ddx_severity_name(int s) {
+  return s == DDX_SEV_ERROR ? "error" : s == DDX_SEV_WARNING ? "warning" : "info";
+}
+
+const char *ddx_role_name(int r) {
+  return r == DDX_ROLE_COLLATERAL ? "collateral" : r == DDX_ROLE_WRAPPER ? "wrapper" : "cause";
+}

@@ -1,0 +1,335 @@
+/* scan.c - streaming line scanner (see ddx/scan.h). */
+#include "ddx/scan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct cand {
+  size_t pos;
+  uint32_t lit;
+} cand_t;
+
+#define MAX_REFS_PER_LINE 128
+#define MAX_CAPS 32
+
+int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
+  memset(s, 0, sizeof *s);
+  s->cat = cat;
+  ddx_arena_init(&s->arena);
+  ddx_vec_init(&s->hits, sizeof(ddx_hit_t));
+  ddx_vec_init(&s->inputs, sizeof(ddx_scan_input_t));
+  ddx_vec_init(&s->cands, sizeof(cand_t));
+  s->buf = malloc(DDX_SCAN_BUF);
+  s->norm = malloc(DDX_LINE_MAX + 1);
+  s->rule_hits = calloc(cat->nrules + 1, sizeof *s->rule_hits);
+  s->rule_stored = calloc(cat->nrules + 1, sizeof *s->rule_stored);
+  s->rule_last = calloc(cat->nrules + 1, sizeof *s->rule_last);
+  s->md = ddx_match_data_new(cat);
+  if (!s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+    ddx_scan_free(s);
+    return DDX_ENOMEM;
+  }
+  return 0;
+}
+
+void ddx_scan_free(ddx_scan_t *s) {
+  free(s->buf);
+  free(s->norm);
+  free(s->rule_hits);
+  free(s->rule_stored);
+  free(s->rule_last);
+  if (s->md) ddx_match_data_free(s->md);
+  ddx_vec_free(&s->hits);
+  ddx_vec_free(&s->inputs);
+  ddx_vec_free(&s->cands);
+  ddx_arena_free(&s->arena);
+  memset(s, 0, sizeof *s);
+}
+
+int ddx_scan_begin(ddx_scan_t *s, const char *name) {
+  ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
+  if (!in) return DDX_ENOMEM;
+  in->name = ddx_arena_strdup(&s->arena, name);
+  s->len = 0;
+  s->base = 0;
+  s->line_no = 1;
+  s->count_pos = 0;
+  s->open = true;
+  return 0;
+}
+
+static int collect_cb(void *ctx, uint32_t lit, size_t pos) {
+  ddx_scan_t *s = ctx;
+  cand_t *c = ddx_vec_push(&s->cands);
+  if (!c) return DDX_ENOMEM;
+  c->pos = pos;
+  c->lit = lit;
+  return 0;
+}
+
+static int cmp_cand(const void *a, const void *b) {
+  const cand_t *x = a, *y = b;
+  return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : (x->lit < y->lit ? -1 : x->lit > y->lit);
+}
+
+/* Counts line terminators in buf[from..to): \n, \r\n (once) and bare \r.
+ * A \r at to-1 followed by \n at to is counted at the \n. */
+static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len) {
+  uint64_t n = 0;
+  const char *p = buf + from, *end = buf + to;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *stop = nl ? nl : end;
+    /* bare \r inside [p, stop) */
+    for (const char *q = p; (q = memchr(q, '\r', (size_t)(stop - q))); q++) {
+      size_t at = (size_t)(q - buf);
+      if (at + 1 >= len || buf[at + 1] != '\n') n++;
+      if (q + 1 >= stop) break;
+    }
+    if (!nl) break;
+    n++;
+    p = nl + 1;
+  }
+  return n;
+}
+
+static size_t line_start_of(const char *buf, size_t pos) {
+  size_t lo = pos > 65536 ? pos - 65536 : 0;
+  while (pos > lo && buf[pos - 1] != '\n' && buf[pos - 1] != '\r') pos--;
+  return pos;
+}
+
+static size_t line_end_of(const char *buf, size_t pos, size_t end) {
+  while (pos < end && buf[pos] != '\n' && buf[pos] != '\r') pos++;
+  return pos;
+}
+
+static const ddx_pattern_t *ref_pattern(const ddx_catalog_t *cat, const ddx_literal_ref_t *r) {
+  const ddx_rule_t *rule = &cat->rules[r->rule];
+  return r->is_ctx ? &rule->ctx[r->pattern] : &rule->sigs[r->pattern];
+}
+
+static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
+                      uint64_t line, uint64_t offset, const ddx_line_meta_t *meta,
+                      const char *text, size_t tlen, const size_t *ov) {
+  const ddx_rule_t *rule = &s->cat->rules[ref->rule];
+  ddx_hit_t *h;
+  if (ref->is_ctx) {
+    if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
+    s->ctx_stored++;
+    h = ddx_vec_push(&s->hits);
+  } else {
+    s->rule_hits[ref->rule]++;
+    if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE) {
+      if (!rule->anchor_last) return 0;
+      /* Keep the newest hit of an anchor-last rule (e.g. the last progress
+       * line before a hang) in the slot of its previous last hit. */
+      h = &DDX_VEC_AT(&s->hits, ddx_hit_t, s->rule_last[ref->rule] - 1);
+      memset(h, 0, sizeof *h);
+    } else {
+      s->rule_stored[ref->rule]++;
+      h = ddx_vec_push(&s->hits);
+      s->rule_last[ref->rule] = s->hits.len;
+    }
+  }
+  if (!h) return DDX_ENOMEM;
+  h->rule = ref->rule;
+  h->pattern = ref->pattern;
+  h->is_ctx = ref->is_ctx;
+  h->input = (uint32_t)(s->inputs.len - 1);
+  h->line = line;
+  h->offset = offset;
+  h->column = (uint32_t)(ov[0] + 1);
+  h->meta = *meta;
+  if (ref->is_ctx) return 0;
+  size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
+  h->text = ddx_arena_strndup(&s->arena, text, keep);
+  uint32_t nf = 0;
+  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++)
+    if (p->capture_names[g] && ov[2 * g] != (size_t)-1) nf++;
+  if (nf) {
+    h->facts = ddx_arena_alloc(&s->arena, nf * sizeof *h->facts);
+    if (!h->facts) return DDX_ENOMEM;
+    for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
+      if (!p->capture_names[g] || ov[2 * g] == (size_t)-1) continue;
+      h->facts[h->nfacts].name = p->capture_names[g];
+      h->facts[h->nfacts].value =
+          ddx_arena_strndup(&s->arena, text + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
+      h->nfacts++;
+    }
+  }
+  return 0;
+}
+
+/* Normalises one candidate line and runs the patterns its literals point at. */
+static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
+                     const ddx_literal_ref_t **refs, size_t nrefs) {
+  ddx_line_meta_t meta;
+  ddx_line_meta_init(&meta);
+  size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
+  size_t ov[2 * MAX_CAPS];
+  for (size_t i = 0; i < nrefs; i++) {
+    const ddx_pattern_t *p = ref_pattern(s->cat, refs[i]);
+    int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);
+    if (m < 0) {
+      s->regex_errors++;
+      continue;
+    }
+    if (m == 0) continue;
+    int rc = record_hit(s, refs[i], p, line, s->base + ls, &meta, s->norm, tlen, ov);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int same_ref(const ddx_literal_ref_t *a, const ddx_literal_ref_t *b) {
+  return a->rule == b->rule && a->pattern == b->pattern && a->is_ctx == b->is_ctx;
+}
+
+/* Processes buf[0..end): every line in it is complete (end is just past a
+ * terminator, or the input ended). */
+static int process(ddx_scan_t *s, size_t end) {
+  int rc;
+  s->cands.len = 0;
+  rc = ddx_prefilter_scan(s->cat->prefilter, s->buf, end, collect_cb, s);
+  if (rc) return rc;
+  cand_t *cs = s->cands.data;
+  size_t nc = s->cands.len;
+  if (nc > 1) qsort(cs, nc, sizeof *cs, cmp_cand);
+  if (nc == 0) {
+    s->line_no += count_terms(s->buf, s->count_pos, end, end);
+    s->count_pos = end;
+    return 0;
+  }
+  const ddx_literal_ref_t *refs[MAX_REFS_PER_LINE];
+  size_t nrefs = 0, cur_ls = (size_t)-1, cur_le = 0;
+  uint64_t cur_line = 0;
+  for (size_t i = 0; i <= nc; i++) {
+    size_t ls = i < nc ? line_start_of(s->buf, cs[i].pos) : (size_t)-1;
+    if (ls != cur_ls) {
+      if (nrefs && (rc = eval_line(s, cur_ls, cur_le, cur_line, refs, nrefs))) return rc;
+      nrefs = 0;
+      if (i == nc) break;
+      cur_ls = ls;
+      cur_le = line_end_of(s->buf, cs[i].pos, end);
+      s->line_no += count_terms(s->buf, s->count_pos, ls, end);
+      s->count_pos = ls;
+      cur_line = s->line_no;
+    }
+    const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
+    int dup = 0;
+    for (size_t k = 0; k < nrefs && !dup; k++) dup = same_ref(refs[k], r);
+    if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
+    if (s->cancel && *s->cancel) return DDX_EINVAL;
+  }
+  s->line_no += count_terms(s->buf, s->count_pos, end, end);
+  s->count_pos = end;
+  return 0;
+}
+
+/* Finds the end of the last complete line in buf[0..len). A trailing \r is
+ * incomplete (it may be the first half of \r\n) unless at_eof. */
+static size_t complete_end(const char *buf, size_t len, bool at_eof) {
+  if (at_eof) return len;
+  size_t i = len;
+  while (i > 0) {
+    char c = buf[i - 1];
+    if (c == '\n') return i;
+    if (c == '\r') {
+      if (i == len) { /* may be half of \r\n */
+        i--;
+        continue;
+      }
+      return i;
+    }
+    i--;
+  }
+  return 0;
+}
+
+static int flush(ddx_scan_t *s, bool at_eof) {
+  size_t end = complete_end(s->buf, s->len, at_eof);
+  if (end == 0) {
+    if (s->len < DDX_SCAN_BUF) return 0;
+    end = s->len; /* one line longer than the buffer: scan it in pieces */
+  }
+  int rc = process(s, end);
+  if (rc) return rc;
+  /* A piece of an overlong line has no terminator: its continuation keeps
+   * the same line number because count_pos only advances past terminators. */
+  memmove(s->buf, s->buf + end, s->len - end);
+  s->len -= end;
+  s->base += end;
+  s->count_pos = 0;
+  return 0;
+}
+
+int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len) {
+  while (len) {
+    size_t room = DDX_SCAN_BUF - s->len;
+    size_t n = len < room ? len : room;
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    data += n;
+    len -= n;
+    s->bytes += n;
+    s->last_byte = data[-1];
+    ((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].bytes += n;
+    if (s->len == DDX_SCAN_BUF) {
+      int rc = flush(s, false);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+int ddx_scan_end(ddx_scan_t *s) {
+  if (!s->open) return 0;
+  int rc = flush(s, true);
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1];
+  /* The last line counts even without a terminator. */
+  uint64_t lines = s->line_no - 1;
+  if (in->bytes > 0 && s->last_byte != '\n' && s->last_byte != '\r') lines++;
+  in->lines = lines;
+  s->lines += lines;
+  s->open = false;
+  return rc;
+}
+
+int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len) {
+  int rc = ddx_scan_begin(s, name);
+  if (!rc) rc = ddx_scan_feed(s, text, len);
+  int rc2 = ddx_scan_end(s);
+  return rc ? rc : rc2;
+}
+
+int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
+  int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY);
+  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  int rc = ddx_scan_begin(s, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  while (!rc) {
+    /* Read straight into the scan buffer: no second copy. */
+    size_t room = DDX_SCAN_BUF - s->len;
+    ssize_t n = read(fd, s->buf + s->len, room);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      rc = ddx_error_set(err, DDX_EIO, "%s: read failed: %s", path, strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    s->len += (size_t)n;
+    s->bytes += (size_t)n;
+    s->last_byte = s->buf[s->len - 1];
+    ((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].bytes += (size_t)n;
+    if (s->len == DDX_SCAN_BUF) {
+      rc = flush(s, false);
+      if (rc) ddx_error_set(err, rc, "%s: scan stopped", path);
+    }
+  }
+  int rc2 = ddx_scan_end(s);
+  if (fd != 0) close(fd);
+  return rc ? rc : rc2;
+}
