@@ -1,0 +1,56 @@
+# ddx - two entry points that work on a fresh Debian 12 machine as root:
+#   make demo   install what is missing, build, diagnose the bundled example
+#   make test   install what is missing, build (plain and ASan+UBSan), run every test
+.PHONY: all deps build build-asan demo test test-unit test-asan eval format clean
+
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 clang-format
+DEMO_LOG   := examples/zero3-oom-8gpu.log
+
+all: build
+
+# Installs the Debian packages that are missing (apt-get needs root; as a
+# normal user it only tells what to install).
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing packages:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; \
+	fi
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) 2>&1 | grep -v -E '^\[ *[0-9]+%\]' || true
+	@test -x $(BUILD)/ddx
+
+build-asan: deps
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DDDX_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD_ASAN) -j$(JOBS) 2>&1 | grep -v -E '^\[ *[0-9]+%\]' || true
+	@test -x $(BUILD_ASAN)/ddx
+
+demo: build
+	@echo "\$$ ddx diagnose $(DEMO_LOG)"
+	@$(BUILD)/ddx diagnose $(DEMO_LOG); rc=$$?; [ $$rc -le 1 ] || exit $$rc
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-asan: build-asan
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure
+
+eval: build
+	python3 tests/corpus/eval.py $(BUILD)/ddx
+
+test: test-unit test-asan
+	python3 tests/corpus/eval.py $(BUILD)/ddx
+	@echo "make test: all suites passed"
+
+format:
+	clang-format -i server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

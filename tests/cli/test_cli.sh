@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI contract tests: the real ddx binary over real pipes and files.
+# usage: test_cli.sh path/to/ddx   (run from the repository root)
+set -u
+DDX=${1:?usage: test_cli.sh DDX}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+expect_rc() { # expect_rc WANT DESC CMD...
+  local want=$1 desc=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then ok; else bad "$desc: exit $rc, wanted $want; stderr: $(head -c 400 "$T/err")"; fi
+}
+contains() { # contains FILE TEXT DESC
+  if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 600 "$1")"; fi
+}
+jq_py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $2" "$1"; }
+
+OOM='[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.07 GiB memory in use. Of the allocated memory 74.52 GiB is allocated by PyTorch, and 2.94 GiB is reserved by PyTorch but unallocated.'
+
+# --- exit codes and inputs
+printf 'epoch 1 loss 0.5\nall good\n' >"$T/healthy.log"
+expect_rc 0 "healthy log exits 0" "$DDX" diagnose "$T/healthy.log"
+contains "$T/out" "no known failure" "healthy log says so"
+printf 'step 1\n%s\n' "$OOM" >"$T/oom.log"
+expect_rc 1 "failure exits 1" "$DDX" diagnose "$T/oom.log"
+expect_rc 2 "missing file exits 2" "$DDX" diagnose "$T/nope.log"
+contains "$T/err" "nope.log" "missing file is named"
+expect_rc 2 "no input exits 2" "$DDX" diagnose
+expect_rc 2 "bad format exits 2" "$DDX" diagnose --format xml "$T/oom.log"
+expect_rc 2 "unknown command exits 2" "$DDX" frobnicate
+printf '%s\n' "$OOM" | "$DDX" diagnose --format json - >"$T/stdin.json"; rc=$?
+[ $rc = 1 ] && ok || bad "stdin diagnosis exit $rc"
+jq_py "$T/stdin.json" 'assert d["inputs"][0]["name"]=="<stdin>"' && ok || bad "stdin input is named <stdin>"
+
+# --- the JSON contract
+"$DDX" diagnose --format json "$T/healthy.log" "$T/oom.log" >"$T/oom.json"
+jq_py "$T/oom.json" '
+assert d["version"] == 1
+assert [i["name"].rsplit("/",1)[-1] for i in d["inputs"]] == ["healthy.log", "oom.log"]
+inc = d["incidents"][0]
+for k in ("rule","title","severity","role","rank","host","file","line","column","text","facts","confidence","collateral","fix","verify","missing","patches"):
+    assert k in inc, k
+assert inc["line"] == 2 and inc["rank"] == 3 and inc["severity"] == "error"
+assert inc["file"].endswith("oom.log")
+assert inc["facts"]["tried"] == "2.00 GiB" and inc["facts"]["unallocated"] == "2.94 GiB"
+assert 0 < inc["confidence"] <= 1
+assert d["stats"]["lines"] == 4 and d["stats"]["bytes"] > 0
+' && ok || bad "JSON contract"
+
+# --- line numbers count \n, \r\n and bare \r (tqdm) like LSP does
+printf 'a\r\nb\rprogress 10%%\rprogress 20%%\n%s\n' "$OOM" >"$T/cr.log"
+"$DDX" diagnose --format json "$T/cr.log" >"$T/cr.json"
+jq_py "$T/cr.json" 'assert d["incidents"][0]["line"] == 5, d["incidents"][0]["line"]' && ok || bad "bare CR counts as a line end"
+# text glued after a progress bar on the same segment still scans
+printf ' 45%%|####      | 9/20 [00:10<00:12]%s\n' "$OOM" >"$T/glued.log"
+expect_rc 1 "error glued onto a tqdm bar is found" "$DDX" diagnose "$T/glued.log"
+
+# --- SARIF
+"$DDX" diagnose --format sarif "$T/oom.log" >"$T/oom.sarif"
+jq_py "$T/oom.sarif" '
+assert d["version"] == "2.1.0"
+run = d["runs"][0]
+assert run["tool"]["driver"]["name"] == "ddx"
+ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+res = run["results"][0]
+assert res["ruleId"] in ids and res["level"] == "error"
+assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+' && ok || bad "SARIF shape"
+
+# --- evidence is redacted
+printf '10.1.2.3: [rank3]: File "/home/alice/proj/train.py", line 3\n10.1.2.3: %s\n' "$OOM" >"$T/ev.log"
+"$DDX" diagnose --evidence "$T/ev.log" >"$T/ev.txt"
+if grep -q -e alice -e 10.1.2.3 "$T/ev.txt"; then bad "evidence leaks user or IP: $(cat "$T/ev.txt")"; else ok; fi
+contains "$T/ev.txt" "torch.oom.generic" "evidence names the rule"
+
+# --- explain
+expect_rc 0 "explain a known id" "$DDX" explain torch.oom.generic
+contains "$T/out" "Mechanism" "explain prints the mechanism"
+expect_rc 2 "explain an unknown id" "$DDX" explain no.such-id
+expect_rc 0 "explain --json" "$DDX" explain --json torch.oom.generic
+jq_py "$T/out" 'assert d["id"]=="torch.oom.generic" and "samples" not in d' && ok || bad "explain --json is the entry"
+
+# --- rule loader errors name file and JSON path; the CLI exits 2
+good_rule() { # good_rule ID REGEX
+  cat <<JSON
+{"id": "$1", "title": "t", "phase": "step", "severity": "error", "role": "cause", "priority": 50,
+ "signatures": [{"regex": "$2", "literals": ["boom"]}],
+ "summary": "s", "mechanism": "m", "fix": ["f"],
+ "samples": {"positive": [{"text": "boom here"}], "negative": [{"text": "quiet"}]}}
+JSON
+}
+mkdir -p "$T/r1" && good_rule test.ok 'boom' >"$T/r1/test.ok.json"
+expect_rc 0 "a good user rule passes rules check" "$DDX" rules check "$T/r1"
+mkdir -p "$T/r2" && printf '{"id": "x.y", ' >"$T/r2/bad.json"
+expect_rc 2 "invalid JSON" "$DDX" rules check "$T/r2"
+contains "$T/err" "bad.json:1" "invalid JSON names file and line"
+mkdir -p "$T/r3" && good_rule test.badre 'boom(' >"$T/r3/badre.json"
+expect_rc 2 "regex that does not compile" "$DDX" rules check "$T/r3"
+contains "$T/err" '$.signatures[0].regex' "bad regex names its JSON path"
+contains "$T/err" "test.badre" "bad regex names its rule"
+mkdir -p "$T/r4" && good_rule test.unk 'boom' | sed 's/"priority": 50,/"priority": 50, "colour": "red",/' >"$T/r4/unk.json"
+expect_rc 2 "unknown field" "$DDX" rules check "$T/r4"
+contains "$T/err" '$.colour' "unknown field is named"
+mkdir -p "$T/r5" && good_rule test.type 'boom' | sed 's/"priority": 50/"priority": "high"/' >"$T/r5/type.json"
+expect_rc 2 "wrong type" "$DDX" rules check "$T/r5"
+contains "$T/err" '$.priority: expected an integer' "wrong type is named"
+mkdir -p "$T/r6" && good_rule test.neg 'boom|quiet' | sed 's/"literals": \["boom"\]/"literals": ["boom", "quiet"]/' >"$T/r6/neg.json"
+expect_rc 1 "a negative sample that matches fails rules check" "$DDX" rules check "$T/r6"
+contains "$T/out" 'samples.negative[0]' "failing sample is named"
+expect_rc 2 "diagnose with a broken catalog exits 2" "$DDX" diagnose --rules "$T/r3" "$T/oom.log"
+# user rules extend the catalog
+printf 'boom here\n' >"$T/boom.log"
+"$DDX" diagnose --rules rules --rules "$T/r1" --format json "$T/boom.log" >"$T/boom.json"
+jq_py "$T/boom.json" 'assert d["incidents"][0]["rule"]=="test.ok"' && ok || bad "user rule folder is loaded"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
