@@ -509,7 +509,7 @@ static int collect_files(const char *path, ddx_vec_t *files, ddx_error_t *err, i
     if (slot) *slot = strdup(de->d_name);
   }
   closedir(d);
-  qsort(names.data, names.len, sizeof(char *), cmp_str);
+  if (names.len > 1) qsort(names.data, names.len, sizeof(char *), cmp_str);
   int rc = 0;
   for (size_t i = 0; i < names.len; i++) {
     char *name = DDX_VEC_AT(&names, char *, i);

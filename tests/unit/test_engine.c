@@ -1,0 +1,201 @@
+/* Unit tests for scan.c and diagnose.c on a small catalog written to a
+ * temporary folder: chunking invariance, line counting, long lines,
+ * priority, context windows, conditions, roles, fallback, triggers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ddx/diagnose.h"
+#include "ddx/rules.h"
+#include "ddx/scan.h"
+
+static char dir[64];
+
+static void write_rule(const char *id, const char *body) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s.json", dir, id);
+  FILE *f = fopen(path, "w");
+  fprintf(f,
+          "{\"id\": \"%s\", \"title\": \"%s\", \"phase\": \"step\", \"summary\": \"s\", "
+          "\"mechanism\": \"m\", \"fix\": [\"f\"], \"samples\": {\"positive\": [{\"text\": "
+          "\"x\"}]}, %s}",
+          id, id, body);
+  fclose(f);
+}
+
+static ddx_catalog_t *make_catalog(void) {
+  strcpy(dir, "/tmp/ddx-test-XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  write_rule("t.oom", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 40, "
+                      "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate "
+                      "(?<tried>[\\\\d.]+ [KMG]iB)(?:.*and (?<unalloc>[\\\\d.]+ [KMG]iB) is "
+                      "reserved by PyTorch but unallocated)?\", \"literals\": [\"CUDA out of memory\"]}]");
+  write_rule("t.zero3", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 80, "
+                        "\"signatures\": [{\"regex\": \"CUDA out of memory\", \"literals\": [\"CUDA out of memory\"]}], "
+                        "\"context\": [{\"regex\": \"fetch_sub_module\", \"literals\": [\"fetch_sub_module\"], \"before\": 5, \"after\": 0}]");
+  write_rule("t.frag", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 60, "
+                       "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate (?<tried>[\\\\d.]+ [KMG]iB).*and (?<unalloc>[\\\\d.]+ [KMG]iB) is reserved\", \"literals\": [\"CUDA out of memory\"]}], "
+                       "\"conditions\": [{\"fact\": \"unalloc\", \"op\": \">=\", \"value\": \"2*tried\"}]");
+  write_rule("t.watchdog", "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
+                           "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught\", \"literals\": [\"Watchdog caught\"]}]");
+  write_rule("t.kill9", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
+                        "\"signatures\": [{\"regex\": \"exitcode: -9\", \"literals\": [\"exitcode\"], \"fallback\": true}]");
+  write_rule("t.generic", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 2, "
+                          "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", \"literals\": [\"Error: \"]}]");
+  write_rule("t.hang", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": \"no-error\", \"anchor\": \"last\", "
+                       "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
+  ddx_catalog_t *cat = NULL;
+  ddx_error_t err = {0};
+  const char *paths[] = {dir};
+  int rc = ddx_catalog_load(&cat, paths, 1, &err);
+  if (rc) fprintf(stderr, "load: %s\n", err.msg);
+  CHECK_EQ_INT(rc, 0);
+  return cat;
+}
+
+typedef struct result {
+  ddx_scan_t scan;
+  ddx_diagnosis_t d;
+} result_t;
+
+static void run_pieces(result_t *r, const ddx_catalog_t *cat, const char *text, size_t piece) {
+  ddx_error_t err;
+  ddx_scan_init(&r->scan, cat);
+  ddx_scan_begin(&r->scan, "t");
+  size_t n = strlen(text);
+  for (size_t i = 0; i < n; i += piece) ddx_scan_feed(&r->scan, text + i, i + piece > n ? n - i : piece);
+  ddx_scan_end(&r->scan);
+  CHECK_EQ_INT(ddx_diagnose(&r->d, &r->scan, &err), 0);
+}
+
+static void run(result_t *r, const ddx_catalog_t *cat, const char *text) {
+  run_pieces(r, cat, text, strlen(text) ? strlen(text) : 1);
+}
+
+static void done(result_t *r) {
+  ddx_diagnosis_free(&r->d);
+  ddx_scan_free(&r->scan);
+}
+
+static const char *primary(const result_t *r) {
+  return r->d.n ? r->d.incidents[0].rule->id : "none";
+}
+
+static void test_chunking_and_lines(const ddx_catalog_t *cat) {
+  const char *text = "a\r\nb\rc\n\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\r\nx\ry\n"
+                     "[Rank 4] Watchdog caught collective operation timeout\nlast";
+  result_t whole;
+  run(&whole, cat, text);
+  CHECK_EQ_STR(primary(&whole), "t.oom");
+  CHECK_EQ_INT(whole.d.incidents[0].hit->line, 5);
+  CHECK_EQ_INT(whole.d.incidents[0].rank, 2);
+  CHECK_EQ_INT(whole.scan.lines, 9);
+  CHECK_EQ_INT(whole.d.incidents[0].ncollateral, 1);
+  CHECK_EQ_INT(whole.d.incidents[0].collateral[0].first->line, 8);
+  for (size_t piece = 1; piece < 9; piece++) {
+    result_t r;
+    run_pieces(&r, cat, text, piece);
+    CHECK_EQ_STR(primary(&r), "t.oom");
+    CHECK_EQ_INT(r.d.incidents[0].hit->line, 5);
+    CHECK_EQ_INT(r.scan.lines, 9);
+    CHECK_EQ_INT(r.d.incidents[0].ncollateral, 1);
+    CHECK_EQ_INT(r.d.incidents[0].collateral[0].first->line, 8);
+    done(&r);
+  }
+  done(&whole);
+  result_t empty;
+  run(&empty, cat, "");
+  CHECK_EQ_INT(empty.scan.lines, 0);
+  CHECK_EQ_INT(empty.d.n, 0);
+  done(&empty);
+}
+
+static void test_long_line(const ddx_catalog_t *cat) {
+  size_t big = 3u << 20; /* longer than the scan buffer */
+  char *text = malloc(big + 200);
+  memset(text, 'x', big);
+  strcpy(text + big, "\nok\nCUDA out of memory. Tried to allocate 2.00 GiB\n");
+  result_t r;
+  run_pieces(&r, cat, text, 65536);
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK(r.d.n && r.d.incidents[0].hit->line == 3);
+  CHECK_EQ_INT(r.scan.lines, 3);
+  done(&r);
+  free(text);
+}
+
+static void test_priority_context_conditions(const ddx_catalog_t *cat) {
+  result_t r;
+  /* Context within 5 lines before: the ZeRO-3 rule wins the line. */
+  run(&r, cat, "  File \"x.py\", in fetch_sub_module\n  a\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_STR(primary(&r), "t.zero3");
+  done(&r);
+  /* Context too far away: the generic OOM keeps it. */
+  run(&r, cat, "fetch_sub_module\n1\n2\n3\n4\n5\n6\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  done(&r);
+  /* Context on another rank does not count. */
+  run(&r, cat, "[rank1]: fetch_sub_module\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  done(&r);
+  /* Condition on facts: 3 GiB unallocated >= 2 * 1 GiB tried. */
+  run(&r, cat, "CUDA out of memory. Tried to allocate 1.00 GiB and 3.00 GiB is reserved by PyTorch but unallocated\n");
+  CHECK_EQ_STR(primary(&r), "t.frag");
+  done(&r);
+  run(&r, cat, "CUDA out of memory. Tried to allocate 1.00 GiB and 1.00 GiB is reserved by PyTorch but unallocated\n");
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "unalloc"), "1.00 GiB"));
+  done(&r);
+}
+
+static void test_roles(const ddx_catalog_t *cat) {
+  result_t r;
+  /* A later cause beats earlier collateral; the catch-all becomes collateral. */
+  run(&r, cat, "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\nRuntimeError: boom\n"
+               "[rank5]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK_EQ_INT(r.d.n, 1);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
+  CHECK_EQ_INT(r.d.incidents[0].ncollateral, 2);
+  done(&r);
+  /* Only collateral: it is the primary, with lower confidence and a missing fact. */
+  run(&r, cat, "[Rank 0] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 1] Watchdog caught x\n");
+  CHECK_EQ_STR(primary(&r), "t.watchdog");
+  CHECK_EQ_INT(r.d.incidents[0].ranks.n, 3);
+  CHECK_EQ_INT(r.d.incidents[0].count, 3);
+  CHECK(r.d.incidents[0].confidence < 0.6 && r.d.incidents[0].nmissing >= 1);
+  done(&r);
+  /* A fallback exit code yields to any real cause, even a catch-all. */
+  run(&r, cat, "ValueError: bad shape\nfailed (exitcode: -9) local_rank: 1\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  done(&r);
+  run(&r, cat, "failed (exitcode: -9) local_rank: 1\n[Rank 0] Watchdog caught x\n");
+  CHECK_EQ_STR(primary(&r), "t.kill9");
+  CHECK(r.d.incidents[0].fallback);
+  done(&r);
+  /* no-error trigger with anchor last: the last progress line of a hang. */
+  run(&r, cat, "step=1\nstep=2\nstep=3\n");
+  CHECK_EQ_STR(primary(&r), "t.hang");
+  CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "step"), "3"));
+  CHECK(!ddx_diagnosis_has_error(&r.d));
+  done(&r);
+  run(&r, cat, "step=1\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK_EQ_INT(r.d.n, 1);
+  done(&r);
+}
+
+int main(void) {
+  ddx_catalog_t *cat = make_catalog();
+  if (!cat) CHECK_DONE();
+  test_chunking_and_lines(cat);
+  test_long_line(cat);
+  test_priority_context_conditions(cat);
+  test_roles(cat);
+  ddx_catalog_free(cat);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK_EQ_INT(system(cmd), 0);
+  CHECK_DONE();
+}
