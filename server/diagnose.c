@@ -68,18 +68,77 @@ static bool ranks_compatible(const ddx_hit_t *a, const ddx_hit_t *b) {
   return true;
 }
 
-static bool context_holds(const ddx_scan_t *s, const ddx_rule_t *rule, const ddx_hit_t *h) {
+/* Context hits indexed per (rule, context pattern), in scan order (input,
+ * then line), so a window is found by binary search. */
+typedef struct ctx_index {
+  size_t *idx;  /* hit indices */
+  size_t n;
+} ctx_index_t;
+
+static void free_ctx_index(ctx_index_t **ix, const ddx_catalog_t *cat) {
+  if (!ix) return;
+  for (size_t r = 0; r < cat->nrules; r++) {
+    if (!ix[r]) continue;
+    for (size_t c = 0; c < cat->rules[r].nctx; c++) free(ix[r][c].idx);
+    free(ix[r]);
+  }
+  free(ix);
+}
+
+static ctx_index_t **build_ctx_index(const ddx_scan_t *s) {
+  const ddx_catalog_t *cat = s->cat;
+  ctx_index_t **ix = calloc(cat->nrules + 1, sizeof *ix);
+  if (!ix) return NULL;
+  for (size_t r = 0; r < cat->nrules; r++)
+    if (cat->rules[r].nctx && !(ix[r] = calloc(cat->rules[r].nctx, sizeof **ix))) {
+      free_ctx_index(ix, cat);
+      return NULL;
+    }
+  const ddx_hit_t *hits = s->hits.data;
+  /* two passes: count, then fill */
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < s->hits.len; i++) {
+      const ddx_hit_t *h = &hits[i];
+      if (!h->is_ctx || !ix[h->rule]) continue;
+      ctx_index_t *c = &ix[h->rule][h->pattern];
+      if (pass == 1) c->idx[c->n] = i;
+      c->n++;
+    }
+    if (pass == 0)
+      for (size_t r = 0; r < cat->nrules; r++)
+        for (size_t c = 0; ix[r] && c < cat->rules[r].nctx; c++) {
+          ix[r][c].idx = malloc((ix[r][c].n + 1) * sizeof(size_t));
+          ix[r][c].n = 0;
+          if (!ix[r][c].idx) {
+            free_ctx_index(ix, cat);
+            return NULL;
+          }
+        }
+  }
+  return ix;
+}
+
+static bool context_holds(const ddx_scan_t *s, ctx_index_t **ix, const ddx_rule_t *rule,
+                          const ddx_hit_t *h) {
   const ddx_hit_t *hits = s->hits.data;
   for (size_t c = 0; c < rule->nctx; c++) {
     const ddx_pattern_t *cp = &rule->ctx[c];
+    const ctx_index_t *ci = ix && ix[rule->index] ? &ix[rule->index][c] : NULL;
     bool found = false;
     uint64_t lo = h->line > (uint64_t)cp->before ? h->line - (uint64_t)cp->before : 0;
     uint64_t hi = h->line + (uint64_t)cp->after;
-    for (size_t i = 0; i < s->hits.len && !found; i++) {
-      const ddx_hit_t *x = &hits[i];
-      if (!x->is_ctx || x->rule != rule->index || x->pattern != c || x->input != h->input)
-        continue;
-      if (!cp->scope_file && (x->line < lo || x->line > hi)) continue;
+    if (cp->scope_file) lo = 0, hi = UINT64_MAX;
+    /* first context hit at or after (h->input, lo) */
+    size_t a = 0, b = ci ? ci->n : 0;
+    while (a < b) {
+      size_t mid = (a + b) / 2;
+      const ddx_hit_t *x = &hits[ci->idx[mid]];
+      if (x->input < h->input || (x->input == h->input && x->line < lo)) a = mid + 1;
+      else b = mid;
+    }
+    for (size_t k = a; ci && k < ci->n && !found; k++) {
+      const ddx_hit_t *x = &hits[ci->idx[k]];
+      if (x->input != h->input || x->line > hi) break;
       if (cp->same_rank && !cp->scope_file && !ranks_compatible(h, x)) continue;
       found = true;
     }
@@ -204,7 +263,12 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   const ddx_catalog_t *cat = s->cat;
   const ddx_hit_t *hits = s->hits.data;
   agg_t *aggs = calloc(cat->nrules + 1, sizeof *aggs);
-  if (!aggs) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  ctx_index_t **ix = build_ctx_index(s);
+  if (!aggs || !ix) {
+    free(aggs);
+    free_ctx_index(ix, cat);
+    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  }
 
   /* 1. One rule per line: the highest priority whose context and
    * conditions hold. Hits of one line are adjacent in the hit array. */
@@ -221,7 +285,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                  (r->priority == br->priority &&
                   r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
         continue;
-      if (!context_holds(s, r, h) || !conditions_hold(r, h)) continue;
+      if (!context_holds(s, ix, r, h) || !conditions_hold(r, h)) continue;
       best = h;
     }
     if (best) {
@@ -233,6 +297,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     }
     i = j;
   }
+  free_ctx_index(ix, cat);
   /* Hits past the per-rule storage cap still count. */
   for (size_t r = 0; r < cat->nrules; r++)
     if (aggs[r].have && s->rule_hits[r] > s->rule_stored[r])
