@@ -256,6 +256,58 @@ static void add_missing(ddx_diagnosis_t *d, ddx_incident_t *inc, const char *tex
   inc->missing = nv;
 }
 
+static bool frame_rank_ok(const ddx_frame_t *f, const ddx_hit_t *h) {
+  if (f->rank >= 0 && h->meta.rank >= 0 && f->rank != h->meta.rank) return false;
+  if (f->local_rank >= 0 && h->meta.local_rank >= 0 && f->local_rank != h->meta.local_rank)
+    return false;
+  if (f->host[0] && h->meta.host[0] && strcmp(f->host, h->meta.host)) return false;
+  return true;
+}
+
+static bool is_library_path(const char *file) {
+  return strstr(file, "site-packages/") || strstr(file, "dist-packages/") ||
+         strstr(file, "/lib/python") || file[0] == '<';
+}
+
+/* Reassembles the traceback that ends at the incident's line: frames of the
+ * same rank above it, back to that rank's "Traceback" line. Other ranks'
+ * lines in between (interleaving) are skipped, not a boundary. */
+#define TB_MAX_SPAN 600  /* lines above the exception */
+#define TB_MAX_GAP 80    /* lines between two frames of one traceback */
+static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incident_t *inc) {
+  const ddx_frame_t *fr = s->frames.data;
+  const ddx_hit_t *h = inc->hit;
+  /* last frame before the hit line in the same input */
+  size_t a = 0, b = s->frames.len;
+  while (a < b) {
+    size_t mid = (a + b) / 2;
+    if (fr[mid].input < h->input || (fr[mid].input == h->input && fr[mid].line < h->line)) a = mid + 1;
+    else b = mid;
+  }
+  size_t n = 0, first = a;
+  uint64_t last_line = h->line;
+  for (size_t k = a; k-- > 0;) {
+    const ddx_frame_t *f = &fr[k];
+    if (f->input != h->input || h->line - f->line > TB_MAX_SPAN) break;
+    if (!frame_rank_ok(f, h)) continue;
+    if (last_line - f->line > TB_MAX_GAP) break;
+    last_line = f->line;
+    if (f->start) break;
+    first = k;
+    n++;
+  }
+  if (!n) return;
+  inc->frames = ddx_arena_alloc(&d->arena, n * sizeof *inc->frames);
+  if (!inc->frames) return;
+  for (size_t k = first; k < a && inc->nframes < n; k++)
+    if (!fr[k].start && frame_rank_ok(&fr[k], h)) inc->frames[inc->nframes++] = &fr[k];
+  for (size_t k = inc->nframes; k-- > 0;)
+    if (!is_library_path(inc->frames[k]->file)) {
+      inc->user_frame = inc->frames[k];
+      break;
+    }
+}
+
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   memset(d, 0, sizeof *d);
   ddx_arena_init(&d->arena);
@@ -396,6 +448,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                   "the evidence is an exit status only; check `dmesg -T | grep -i -E "
                   "'killed process|oom|xid|segfault'` on the node at the time of the failure");
     for (size_t k = 0; k < inc->rule->missing.n; k++) add_missing(d, inc, inc->rule->missing.v[k]);
+    attach_traceback(d, s, inc);
   }
   d->incidents = incs;
   d->n = out;

@@ -83,6 +83,19 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "column", json_integer(h->column));
   json_object_set_new(o, "text", text_json(h->text ? h->text : ""));
   json_object_set_new(o, "facts", facts_json(h));
+  json_t *tb = json_array();
+  for (size_t i = 0; i < inc->nframes; i++) {
+    const ddx_frame_t *f = inc->frames[i];
+    json_array_append_new(tb, json_pack("{s:o,s:I,s:o,s:I}", "file", text_json(f->file), "line",
+                                        (json_int_t)f->lineno, "function",
+                                        f->func ? text_json(f->func) : json_null(), "log_line",
+                                        (json_int_t)f->line));
+  }
+  json_object_set_new(o, "traceback", tb);
+  if (inc->user_frame)
+    json_object_set_new(o, "user_frame", json_pack("{s:o,s:I,s:o}", "file", text_json(inc->user_frame->file), "line", (json_int_t)inc->user_frame->lineno, "function", inc->user_frame->func ? text_json(inc->user_frame->func) : json_null()));
+  else
+    json_object_set_new(o, "user_frame", json_null());
   json_object_set_new(o, "ranks", ranks_json(&inc->ranks));
   json_object_set_new(o, "count", json_integer((json_int_t)inc->count));
   json_object_set_new(o, "confidence", json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
@@ -251,6 +264,13 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
     ddx_sb_puts(b, "  facts     ");
     put_facts(b, inc->hit);
     ddx_sb_puts(b, "\n");
+  }
+  if (inc->nframes) {
+    const ddx_frame_t *in = inc->frames[inc->nframes - 1];
+    ddx_sb_printf(b, "  raised in %s:%u in %s", in->file, in->lineno, in->func ? in->func : "?");
+    if (inc->user_frame && inc->user_frame != in)
+      ddx_sb_printf(b, "\n  your code %s:%u in %s", inc->user_frame->file, inc->user_frame->lineno, inc->user_frame->func ? inc->user_frame->func : "?");
+    ddx_sb_printf(b, "  %s(%zu frames)%s\n", st->dim, inc->nframes, st->reset);
   }
   if (!primary) return;
   if (inc->ncollateral) {

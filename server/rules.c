@@ -552,6 +552,17 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
       }
     }
   }
+  /* The engine's own traceback literals, for per-rank reassembly. */
+  static const char *const builtin[] = {"Traceback (most recent call", "File \""};
+  for (uint16_t b = 0; b < 2; b++) {
+    ddx_literal_ref_t *ref = ddx_vec_push(&refs);
+    if (!ref || ddx_prefilter_add(cat->prefilter, builtin[b], strlen(builtin[b])) < 0) {
+      ddx_vec_free(&refs);
+      return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    }
+    ref->rule = DDX_BUILTIN_RULE;
+    ref->pattern = b;
+  }
   ddx_prefilter_build(cat->prefilter);
   cat->nlits = refs.len;
   cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));

@@ -1,4 +1,5 @@
 /* scan.c - streaming line scanner (see ddx/scan.h). */
+#define _GNU_SOURCE
 #include "ddx/scan.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   ddx_arena_init(&s->arena);
   ddx_vec_init(&s->hits, sizeof(ddx_hit_t));
   ddx_vec_init(&s->inputs, sizeof(ddx_scan_input_t));
+  ddx_vec_init(&s->frames, sizeof(ddx_frame_t));
   ddx_vec_init(&s->cands, sizeof(cand_t));
   s->buf = malloc(DDX_SCAN_BUF);
   s->norm = malloc(DDX_LINE_MAX + 1);
@@ -44,6 +46,7 @@ void ddx_scan_free(ddx_scan_t *s) {
   if (s->md) ddx_match_data_free(s->md);
   ddx_vec_free(&s->hits);
   ddx_vec_free(&s->inputs);
+  ddx_vec_free(&s->frames);
   ddx_vec_free(&s->cands);
   ddx_arena_free(&s->arena);
   memset(s, 0, sizeof *s);
@@ -164,6 +167,42 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   return 0;
 }
 
+/* Records a traceback start or frame line (parsed by hand: these lines are
+ * frequent, a regex would cost more than the rest of the line). */
+static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_line_meta_t *meta,
+                        const char *text, size_t tlen) {
+  if (s->frames.len >= DDX_SCAN_MAX_FRAMES) return 0;
+  ddx_frame_t f = {.input = (uint32_t)(s->inputs.len - 1), .line = line, .rank = meta->rank,
+                   .local_rank = meta->local_rank};
+  memcpy(f.host, meta->host, sizeof f.host);
+  if (kind == DDX_BUILTIN_TB_START) {
+    if (!memmem(text, tlen, "Traceback (most recent call last)", 33)) return 0;
+    f.start = true;
+  } else {
+    const char *p = memmem(text, tlen, "File \"", 6);
+    if (!p) return 0;
+    const char *end = text + tlen;
+    const char *fs = p + 6;
+    const char *fe = memchr(fs, '"', (size_t)(end - fs));
+    if (!fe || end - fe < 8 || memcmp(fe, "\", line ", 8)) return 0;
+    const char *q = fe + 8;
+    uint32_t n = 0;
+    while (q < end && *q >= '0' && *q <= '9') n = n * 10 + (uint32_t)(*q++ - '0');
+    f.lineno = n;
+    f.file = ddx_arena_strndup(&s->arena, fs, (size_t)(fe - fs) > 300 ? 300 : (size_t)(fe - fs));
+    if (end - q > 5 && !memcmp(q, ", in ", 5)) {
+      const char *fn = q + 5, *fnend = fn;
+      while (fnend < end && *fnend != ' ' && *fnend != '\t') fnend++;
+      f.func = ddx_arena_strndup(&s->arena, fn, (size_t)(fnend - fn) > 120 ? 120 : (size_t)(fnend - fn));
+    }
+    if (!f.file) return DDX_ENOMEM;
+  }
+  ddx_frame_t *slot = ddx_vec_push(&s->frames);
+  if (!slot) return DDX_ENOMEM;
+  *slot = f;
+  return 0;
+}
+
 /* Normalises one candidate line and runs the patterns its literals point at. */
 static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
                      const ddx_literal_ref_t **refs, size_t nrefs) {
@@ -172,6 +211,11 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   size_t ov[2 * MAX_CAPS];
   for (size_t i = 0; i < nrefs; i++) {
+    if (refs[i]->rule == DDX_BUILTIN_RULE) {
+      int rc = record_frame(s, refs[i]->pattern, line, &meta, s->norm, tlen);
+      if (rc) return rc;
+      continue;
+    }
     const ddx_pattern_t *p = ref_pattern(s->cat, refs[i]);
     int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);
     if (m < 0) {

@@ -36,6 +36,10 @@ typedef struct ddx_incident {
   const char **missing;
   size_t nmissing;
   const char *rank_note; /* how the rank was found, when inferred */
+  const ddx_frame_t **frames; /* the traceback that ends at the initiating
+                                 line, outermost first (same rank only) */
+  size_t nframes;
+  const ddx_frame_t *user_frame; /* innermost frame outside site-packages */
 } ddx_incident_t;
 
 typedef struct ddx_diagnosis {

@@ -39,6 +39,21 @@ typedef struct ddx_hit {
   uint16_t nfacts;
 } ddx_hit_t;
 
+/* One line of a Python traceback (its start or a frame), kept so that
+ * tracebacks can be reassembled per rank even when ranks interleave. */
+typedef struct ddx_frame {
+  uint32_t input;
+  uint64_t line;
+  int32_t rank, local_rank;
+  bool start;        /* "Traceback (most recent call last)" */
+  uint32_t lineno;   /* frame: source line */
+  const char *file;  /* frame: source file (arena) */
+  const char *func;  /* frame: function (arena) */
+  char host[DDX_HOST_MAX];
+} ddx_frame_t;
+
+#define DDX_SCAN_MAX_FRAMES 200000
+
 typedef struct ddx_scan_input {
   const char *name;
   uint64_t bytes, lines;
@@ -49,6 +64,7 @@ typedef struct ddx_scan {
   ddx_arena_t arena;  /* owns hit texts and facts */
   ddx_vec_t hits;     /* ddx_hit_t, in input order then line order */
   ddx_vec_t inputs;   /* ddx_scan_input_t */
+  ddx_vec_t frames;   /* ddx_frame_t, in input then line order */
   uint64_t *rule_hits;    /* per rule: signature hits seen (stored or not) */
   uint32_t *rule_stored;  /* per rule: signature hits stored */
   size_t *rule_last;      /* per rule: index+1 of the last stored hit */

@@ -186,6 +186,39 @@ static void test_roles(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_traceback_reassembly(const ddx_catalog_t *cat) {
+  /* Two ranks' tracebacks interleaved line by line: each incident gets only
+   * its own rank's frames, outermost first. */
+  const char *text =
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/work/train.py\", line 10, in <module>\n"
+      "[rank1]:   File \"/work/train.py\", line 10, in <module>\n"
+      "[rank1]:   File \"/work/model.py\", line 77, in forward\n"
+      "[rank0]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", line 5, in linear\n"
+      "[rank1]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", line 9, in softmax\n"
+      "[rank0]: CUDA out of memory. Tried to allocate 1.00 GiB\n";
+  result_t r;
+  run(&r, cat, text);
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK(r.d.n == 1);
+  const ddx_incident_t *inc = &r.d.incidents[0];
+  CHECK_EQ_INT(inc->rank, 0);
+  CHECK_EQ_INT(inc->nframes, 2);
+  if (inc->nframes == 2) {
+    CHECK_EQ_STR(inc->frames[0]->file, "/work/train.py");
+    CHECK_EQ_STR(inc->frames[1]->func, "linear");
+    CHECK_EQ_INT(inc->frames[1]->lineno, 5);
+  }
+  CHECK(inc->user_frame && !strcmp(inc->user_frame->file, "/work/train.py"));
+  done(&r);
+  /* A frame from an older traceback beyond the Traceback line is not taken. */
+  run(&r, cat, "  File \"/old.py\", line 1, in f\nTraceback (most recent call last):\n"
+               "  File \"/new.py\", line 2, in g\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK(r.d.n && r.d.incidents[0].nframes == 1 && !strcmp(r.d.incidents[0].frames[0]->file, "/new.py"));
+  done(&r);
+}
+
 int main(void) {
   ddx_catalog_t *cat = make_catalog();
   if (!cat) CHECK_DONE();
@@ -193,6 +226,7 @@ int main(void) {
   test_long_line(cat);
   test_priority_context_conditions(cat);
   test_roles(cat);
+  test_traceback_reassembly(cat);
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
