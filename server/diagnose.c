@@ -22,6 +22,9 @@ typedef struct agg {
   double confidence;
   uint64_t count;
   ddx_rankset_t ranks;
+  /* collective sequence numbers (facts "seq"), for straggler inference */
+  int64_t min_seq, max_seq;
+  ddx_rankset_t min_seq_ranks;
 } agg_t;
 
 const char *ddx_hit_fact(const ddx_hit_t *h, const char *name) {
@@ -190,9 +193,23 @@ static int sig_severity(const ddx_rule_t *r, const ddx_pattern_t *p) {
   return p->severity >= 0 ? p->severity : (int)r->severity;
 }
 
+static void add_seq(agg_t *g, const event_t *e) {
+  const char *sv = ddx_hit_fact(e->hit, "seq");
+  if (!sv || e->rank < 0) return;
+  int64_t seq = strtoll(sv, NULL, 10);
+  if (g->max_seq == 0 && g->min_seq == 0 && !g->min_seq_ranks.n) g->min_seq = g->max_seq = seq;
+  if (seq > g->max_seq) g->max_seq = seq;
+  if (seq < g->min_seq) {
+    g->min_seq = seq;
+    ddx_rankset_free(&g->min_seq_ranks);
+  }
+  if (seq == g->min_seq) ddx_rankset_add(&g->min_seq_ranks, e->rank);
+}
+
 static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
   bool fb = e->sig->fallback;
   g->count++;
+  add_seq(g, e);
   if (e->rank >= 0) ddx_rankset_add(&g->ranks, e->rank);
   if (e->sig->confidence > g->confidence) g->confidence = e->sig->confidence;
   if (!g->have) {
@@ -308,6 +325,49 @@ static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
     }
 }
 
+/* World size as far as the log tells: a "world_size" fact, else the
+ * highest rank seen anywhere plus one. */
+static int32_t world_size_seen(const ddx_scan_t *s) {
+  int32_t world = 0;
+  const ddx_hit_t *hits = s->hits.data;
+  for (size_t i = 0; i < s->hits.len; i++) {
+    const char *w = ddx_hit_fact(&hits[i], "world_size");
+    if (w && atoi(w) > world) world = atoi(w);
+  }
+  if (world > 0) return world;
+  for (size_t i = 0; i < s->hits.len; i++) {
+    int32_t r = hits[i].meta.rank;
+    const char *fr = ddx_hit_fact(&hits[i], "rank");
+    if (fr && atoi(fr) > r) r = atoi(fr);
+    if (r + 1 > world) world = r + 1;
+  }
+  const ddx_frame_t *fr = s->frames.data;
+  for (size_t i = 0; i < s->frames.len; i++)
+    if (fr[i].rank + 1 > world) world = fr[i].rank + 1;
+  return world;
+}
+
+static void infer_silent_rank(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incident_t *inc) {
+  int32_t world = world_size_seen(s);
+  if (world <= (int32_t)inc->ranks.n || world > 1 << 20) return;
+  ddx_rankset_t silent = {0};
+  for (int32_t r = 0; r < world && silent.n < 64; r++)
+    if (!ddx_rankset_has(&inc->ranks, r)) ddx_rankset_add(&silent, r);
+  if (silent.n == 0 || silent.n * 2 > (size_t)world) {
+    ddx_rankset_free(&silent);
+    return;
+  }
+  char rs[128], note[320];
+  ddx_rankset_format(&silent, rs, sizeof rs);
+  snprintf(note, sizeof note,
+           "inference: %zu of %d ranks report the timeout; rank(s) %s did not: the likely dead or "
+           "stuck rank(s)",
+           inc->ranks.n, world, rs);
+  inc->rank_note = ddx_arena_strdup(&d->arena, note);
+  if (silent.n == 1) inc->rank = silent.v[0];
+  ddx_rankset_free(&silent);
+}
+
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   memset(d, 0, sizeof *d);
   ddx_arena_init(&d->arena);
@@ -389,9 +449,28 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     inc->ranks = g->ranks; /* moved */
     inc->count = g->count;
     inc->confidence = g->confidence;
+    if (rule->role == DDX_ROLE_COLLATERAL && g->max_seq > g->min_seq && g->min_seq_ranks.n &&
+        g->min_seq_ranks.n < inc->ranks.n) {
+      /* Ranks stuck at an older collective are behind the others. */
+      char rs[128];
+      ddx_rankset_format(&g->min_seq_ranks, rs, sizeof rs);
+      char note[320];
+      snprintf(note, sizeof note,
+               "inference: rank(s) %s time out at SeqNum %lld while others reached %lld: they "
+               "fell behind first",
+               rs, (long long)g->min_seq, (long long)g->max_seq);
+      inc->rank_note = ddx_arena_strdup(&d->arena, note);
+      if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
+    }
+    ddx_rankset_free(&g->min_seq_ranks);
   }
   free(aggs);
   qsort(incs, m, sizeof *incs, incident_cmp);
+
+  /* 2b. When only waiting ranks speak (collateral primary), the rank that
+   * did not report is the suspect: an inference, said as such. */
+  if (m && incs[0].role == DDX_ROLE_COLLATERAL && !incs[0].rank_note && incs[0].ranks.n >= 2)
+    infer_silent_rank(d, s, &incs[0]);
 
   /* 3. Collateral of the primary; independent causes stay incidents. */
   size_t out = 0;

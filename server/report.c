@@ -100,6 +100,7 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "count", json_integer((json_int_t)inc->count));
   json_object_set_new(o, "confidence", json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
   json_object_set_new(o, "fallback", json_boolean(inc->fallback));
+  json_object_set_new(o, "rank_note", inc->rank_note ? json_string(inc->rank_note) : json_null());
   json_t *coll = json_array();
   for (size_t i = 0; i < inc->ncollateral; i++) {
     const ddx_collateral_t *c = &inc->collateral[i];
@@ -240,7 +241,7 @@ static void put_facts(ddx_sb_t *b, const ddx_hit_t *h) {
 
 static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
   const ddx_hit_t *h = inc->hit;
-  if (inc->rank >= 0) ddx_sb_printf(b, "rank %d", inc->rank);
+  if (inc->rank >= 0) ddx_sb_printf(b, "rank %d%s", inc->rank, inc->rank_note ? " (inferred)" : "");
   else if (inc->local_rank >= 0) ddx_sb_printf(b, "local rank %d", inc->local_rank);
   else ddx_sb_puts(b, "rank unknown");
   if (h->meta.host[0]) ddx_sb_printf(b, " on %s", h->meta.host);
@@ -259,6 +260,7 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
   ddx_sb_puts(b, "  where     ");
   put_where(b, d, inc);
   ddx_sb_puts(b, "\n");
+  if (inc->rank_note) ddx_sb_printf(b, "  suspect   %s\n", inc->rank_note);
   if (inc->hit->text) ddx_sb_printf(b, "  %s>%s %s\n", st->dim, st->reset, inc->hit->text);
   if (inc->hit->nfacts) {
     ddx_sb_puts(b, "  facts     ");

@@ -38,7 +38,7 @@ static ddx_catalog_t *make_catalog(void) {
                        "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate (?<tried>[\\\\d.]+ [KMG]iB).*and (?<unalloc>[\\\\d.]+ [KMG]iB) is reserved\", \"literals\": [\"CUDA out of memory\"]}], "
                        "\"conditions\": [{\"fact\": \"unalloc\", \"op\": \">=\", \"value\": \"2*tried\"}]");
   write_rule("t.watchdog", "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
-                           "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught\", \"literals\": [\"Watchdog caught\"]}]");
+                           "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught(?: SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}]");
   write_rule("t.kill9", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
                         "\"signatures\": [{\"regex\": \"exitcode: -9\", \"literals\": [\"exitcode\"], \"fallback\": true}]");
   write_rule("t.generic", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 2, "
@@ -186,6 +186,28 @@ static void test_roles(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_straggler_inference(const ddx_catalog_t *cat) {
+  result_t r;
+  /* Ranks 0-3 and 5-7 wait; rank 4 never reports: the suspect. */
+  run(&r, cat, "[Rank 0] Watchdog caught\n[Rank 1] Watchdog caught\n[Rank 2] Watchdog caught\n"
+               "[Rank 3] Watchdog caught\n[Rank 5] Watchdog caught\n[Rank 6] Watchdog caught\n"
+               "[Rank 7] Watchdog caught\n");
+  CHECK_EQ_STR(primary(&r), "t.watchdog");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 4);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "inference"));
+  done(&r);
+  /* Everyone reports, but rank 2 is stuck at an older SeqNum. */
+  run(&r, cat, "[Rank 0] Watchdog caught SeqNum=78\n[Rank 1] Watchdog caught SeqNum=78\n"
+               "[Rank 2] Watchdog caught SeqNum=77\n[Rank 3] Watchdog caught SeqNum=78\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 2);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "77"));
+  done(&r);
+  /* No basis for an inference: no note, no invented rank. */
+  run(&r, cat, "[Rank 0] Watchdog caught SeqNum=5\n[Rank 1] Watchdog caught SeqNum=5\n");
+  CHECK(r.d.incidents[0].rank_note == NULL);
+  done(&r);
+}
+
 static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   /* Two ranks' tracebacks interleaved line by line: each incident gets only
    * its own rank's frames, outermost first. */
@@ -227,6 +249,7 @@ int main(void) {
   test_priority_context_conditions(cat);
   test_roles(cat);
   test_traceback_reassembly(cat);
+  test_straggler_inference(cat);
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
