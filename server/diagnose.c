@@ -48,16 +48,16 @@ static int32_t parse_int(const char *s) {
 }
 
 /* Where an event happened: prefixes first (they are the launcher's own
- * word), then captures. A local rank stands in for the global one when the
- * line names no host (single node). */
-static void place_event(event_t *e) {
+ * word), then captures. A local rank becomes a global one through the
+ * layout the log gives (or directly on a single node). */
+static void place_event(event_t *e, const ddx_layout_t *layout) {
   const ddx_hit_t *h = e->hit;
   int32_t rank = h->meta.rank;
   if (rank < 0) rank = parse_int(ddx_hit_fact(h, "rank"));
   int32_t local = h->meta.local_rank;
   if (local < 0) local = parse_int(ddx_hit_fact(h, "local_rank"));
   if (local < 0) local = parse_int(ddx_hit_fact(h, "gpu"));
-  if (rank < 0 && local >= 0 && !h->meta.host[0]) rank = local;
+  if (rank < 0 && local >= 0) rank = ddx_layout_global_rank(layout, h->meta.host, local);
   e->rank = rank;
   e->local_rank = local;
 }
@@ -328,7 +328,7 @@ static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
 /* World size as far as the log tells: a "world_size" fact, else the
  * highest rank seen anywhere plus one. */
 static int32_t world_size_seen(const ddx_scan_t *s) {
-  int32_t world = 0;
+  int32_t world = s->layout->world_size > 0 ? s->layout->world_size : 0;
   const ddx_hit_t *hits = s->hits.data;
   for (size_t i = 0; i < s->hits.len; i++) {
     const char *w = ddx_hit_fact(&hits[i], "world_size");
@@ -404,7 +404,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       const ddx_rule_t *r = &cat->rules[best->rule];
       event_t e = {.hit = best, .sig = &r->sigs[best->pattern]};
       e.severity = sig_severity(r, e.sig);
-      place_event(&e);
+      place_event(&e, s->layout);
       add_event(&aggs[r->index], r, &e);
     }
     i = j;

@@ -5,6 +5,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "ddx/rules.h"
 
+#include "ddx/layout.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -553,15 +555,20 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
     }
   }
   /* The engine's own traceback literals, for per-rank reassembly. */
-  static const char *const builtin[] = {"Traceback (most recent call", "File \""};
-  for (uint16_t b = 0; b < 2; b++) {
+  const char *builtin[2 + DDX_LAYOUT_NLITERALS] = {"Traceback (most recent call", "File \""};
+  uint16_t kinds[2 + DDX_LAYOUT_NLITERALS] = {DDX_BUILTIN_TB_START, DDX_BUILTIN_TB_FRAME};
+  for (size_t k = 0; k < DDX_LAYOUT_NLITERALS; k++) {
+    builtin[2 + k] = ddx_layout_literals[k];
+    kinds[2 + k] = DDX_BUILTIN_LAYOUT;
+  }
+  for (size_t b = 0; b < 2 + DDX_LAYOUT_NLITERALS; b++) {
     ddx_literal_ref_t *ref = ddx_vec_push(&refs);
     if (!ref || ddx_prefilter_add(cat->prefilter, builtin[b], strlen(builtin[b])) < 0) {
       ddx_vec_free(&refs);
       return ddx_error_set(err, DDX_ENOMEM, "out of memory");
     }
     ref->rule = DDX_BUILTIN_RULE;
-    ref->pattern = b;
+    ref->pattern = kinds[b];
   }
   ddx_prefilter_build(cat->prefilter);
   cat->nlits = refs.len;

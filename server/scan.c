@@ -30,7 +30,9 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->rule_stored = calloc(cat->nrules + 1, sizeof *s->rule_stored);
   s->rule_last = calloc(cat->nrules + 1, sizeof *s->rule_last);
   s->md = ddx_match_data_new(cat);
-  if (!s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  s->layout = malloc(sizeof *s->layout);
+  if (s->layout) ddx_layout_init(s->layout);
+  if (!s->layout || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -43,6 +45,7 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->rule_hits);
   free(s->rule_stored);
   free(s->rule_last);
+  free(s->layout);
   if (s->md) ddx_match_data_free(s->md);
   ddx_vec_free(&s->hits);
   ddx_vec_free(&s->inputs);
@@ -211,6 +214,10 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   size_t ov[2 * MAX_CAPS];
   for (size_t i = 0; i < nrefs; i++) {
+    if (refs[i]->rule == DDX_BUILTIN_RULE && refs[i]->pattern == DDX_BUILTIN_LAYOUT) {
+      ddx_layout_parse(s->layout, s->norm, tlen, &meta);
+      continue;
+    }
     if (refs[i]->rule == DDX_BUILTIN_RULE) {
       int rc = record_frame(s, refs[i]->pattern, line, &meta, s->norm, tlen);
       if (rc) return rc;

@@ -85,9 +85,10 @@ typedef struct ddx_rule {
 
 /* Literal refs with this rule index are the engine's own traceback
  * patterns (pattern 0: "Traceback (most recent call last)", 1: a frame
- * line "File \"...\", line N, in f"), not a catalog rule. */
+ * line "File \"...\", line N, in f", 2: a launcher layout line, see
+ * ddx/layout.h), not a catalog rule. */
 #define DDX_BUILTIN_RULE UINT32_MAX
-enum { DDX_BUILTIN_TB_START = 0, DDX_BUILTIN_TB_FRAME = 1 };
+enum { DDX_BUILTIN_TB_START = 0, DDX_BUILTIN_TB_FRAME = 1, DDX_BUILTIN_LAYOUT = 2 };
 
 /* Where a prefilter literal leads: rule index, pattern index, is context. */
 typedef struct ddx_literal_ref {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ddx/layout.h"
 #include "ddx/line.h"
 #include "ddx/rules.h"
 #include "ddx/util.h"
@@ -65,6 +66,7 @@ typedef struct ddx_scan {
   ddx_vec_t hits;     /* ddx_hit_t, in input order then line order */
   ddx_vec_t inputs;   /* ddx_scan_input_t */
   ddx_vec_t frames;   /* ddx_frame_t, in input then line order */
+  ddx_layout_t *layout; /* hosts and ranks, from launcher lines */
   uint64_t *rule_hits;    /* per rule: signature hits seen (stored or not) */
   uint32_t *rule_stored;  /* per rule: signature hits stored */
   size_t *rule_last;      /* per rule: index+1 of the last stored hit */

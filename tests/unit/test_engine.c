@@ -208,6 +208,28 @@ static void test_straggler_inference(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_layout(const ddx_catalog_t *cat) {
+  result_t r;
+  /* DeepSpeed's WORLD INFO DICT: worker-1 holds global ranks 4-7. */
+  run(&r, cat, "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: "
+               "{'worker-0': [0, 1, 2, 3], 'worker-1': [0, 1, 2, 3]}\n"
+               "worker-1: [default2]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
+  done(&r);
+  /* Per-node launcher lines: nnodes/num_local_procs/node_rank under a pdsh host. */
+  run(&r, cat, "node-b: [2024-01-01 00:00:00,000] [INFO] [launch.py:152:main] nnodes=3, "
+               "num_local_procs=8, node_rank=2\n"
+               "node-b: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 21);
+  done(&r);
+  /* A host without a layout: the global rank is unknown, not guessed. */
+  run(&r, cat, "node-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
+  done(&r);
+}
+
 static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   /* Two ranks' tracebacks interleaved line by line: each incident gets only
    * its own rank's frames, outermost first. */
@@ -250,6 +272,7 @@ int main(void) {
   test_roles(cat);
   test_traceback_reassembly(cat);
   test_straggler_inference(cat);
+  test_layout(cat);
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1,0 +1,42 @@
+/* ddx/layout.h - owns the job layout a log reveals: which hosts run which
+ * global ranks, and the world size. Parsed from launcher lines:
+ * DeepSpeed's "WORLD INFO DICT: {'worker-0': [0, 1], ...}",
+ * "global_rank_mapping=defaultdict(..., {'worker-0': [0, 1], ...})",
+ * "nnodes=2, num_local_procs=8, node_rank=1" (host from the pdsh prefix) and
+ * "dist_world_size=16". It maps (host, local rank) to a global rank. */
+#ifndef DDX_LAYOUT_H
+#define DDX_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddx/line.h"
+
+#define DDX_LAYOUT_MAX_HOSTS 1024
+
+typedef struct ddx_layout_host {
+  char name[DDX_HOST_MAX];
+  int32_t base;     /* global rank of local rank 0, -1 unknown */
+  int32_t nlocal;   /* processes on this host, -1 unknown */
+} ddx_layout_host_t;
+
+typedef struct ddx_layout {
+  ddx_layout_host_t hosts[DDX_LAYOUT_MAX_HOSTS];
+  size_t nhosts;
+  int32_t world_size; /* -1 unknown */
+  int32_t nnodes;     /* -1 unknown */
+} ddx_layout_t;
+
+/* The literals of the lines ddx_layout_parse understands. */
+extern const char *const ddx_layout_literals[];
+#define DDX_LAYOUT_NLITERALS 4
+
+void ddx_layout_init(ddx_layout_t *l);
+/* Reads one normalised line; meta->host names the host of node-local facts. */
+void ddx_layout_parse(ddx_layout_t *l, const char *text, size_t len, const ddx_line_meta_t *meta);
+/* The global rank of (host, local rank), or -1 when the layout does not say.
+ * With one node (or no host), the local rank is the global rank. */
+int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t local_rank);
+
+#endif

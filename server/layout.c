@@ -1,0 +1,119 @@
+/* layout.c - host/local-rank to global-rank mapping (see ddx/layout.h). */
+#define _GNU_SOURCE
+#include "ddx/layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
+                                           "num_local_procs=", "dist_world_size="};
+
+void ddx_layout_init(ddx_layout_t *l) {
+  memset(l, 0, sizeof *l);
+  l->world_size = -1;
+  l->nnodes = -1;
+}
+
+static ddx_layout_host_t *host_slot(ddx_layout_t *l, const char *name, size_t n) {
+  if (n == 0 || n >= DDX_HOST_MAX) return NULL;
+  for (size_t i = 0; i < l->nhosts; i++)
+    if (strlen(l->hosts[i].name) == n && !memcmp(l->hosts[i].name, name, n)) return &l->hosts[i];
+  if (l->nhosts == DDX_LAYOUT_MAX_HOSTS) return NULL;
+  ddx_layout_host_t *h = &l->hosts[l->nhosts++];
+  memcpy(h->name, name, n);
+  h->name[n] = 0;
+  h->base = -1;
+  h->nlocal = -1;
+  return h;
+}
+
+static const char *find(const char *t, size_t len, const char *lit) {
+  return memmem(t, len, lit, strlen(lit));
+}
+
+static long number_after(const char *t, size_t len, const char *key) {
+  const char *p = find(t, len, key);
+  if (!p) return -1;
+  p += strlen(key);
+  char *end;
+  long v = strtol(p, &end, 10);
+  return end == p ? -1 : v;
+}
+
+/* Parses {'host': [0, 1, 2], "host2": [3, 4]} starting at p. explicit_ranks:
+ * the lists are global ranks (global_rank_mapping), else local slots. */
+static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool explicit_ranks) {
+  int32_t next_base = 0;
+  while (p < end) {
+    const char *q = memchr(p, '\'', (size_t)(end - p));
+    const char *dq = memchr(p, '"', (size_t)(end - p));
+    if (!q || (dq && dq < q)) q = dq;
+    if (!q) return;
+    char quote = *q;
+    const char *name = q + 1;
+    const char *name_end = memchr(name, quote, (size_t)(end - name));
+    if (!name_end) return;
+    const char *lb = memchr(name_end, '[', (size_t)(end - name_end));
+    const char *rb = lb ? memchr(lb, ']', (size_t)(end - lb)) : NULL;
+    if (!rb) return;
+    int32_t first = -1, count = 0;
+    for (const char *c = lb + 1; c < rb;) {
+      char *e;
+      long v = strtol(c, &e, 10);
+      if (e == c) {
+        c++;
+        continue;
+      }
+      if (first < 0) first = (int32_t)v;
+      count++;
+      c = e;
+    }
+    ddx_layout_host_t *h = host_slot(l, name, (size_t)(name_end - name));
+    if (h) {
+      h->nlocal = count;
+      h->base = explicit_ranks ? first : next_base;
+    }
+    next_base += count;
+    p = rb + 1;
+  }
+  if (!explicit_ranks && next_base > 0 && l->world_size < 0) l->world_size = next_base;
+  if (l->nnodes < 0) l->nnodes = (int32_t)l->nhosts;
+}
+
+void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line_meta_t *meta) {
+  const char *end = t + len, *p;
+  if ((p = find(t, len, "global_rank_mapping"))) {
+    const char *brace = memchr(p, '{', (size_t)(end - p));
+    if (brace) parse_dict(l, brace, end, true);
+  } else if ((p = find(t, len, "WORLD INFO DICT"))) {
+    const char *brace = memchr(p, '{', (size_t)(end - p));
+    bool have_explicit = false;
+    for (size_t i = 0; i < l->nhosts; i++) have_explicit |= l->hosts[i].base >= 0;
+    if (brace && !have_explicit) parse_dict(l, brace, end, false);
+  }
+  long nprocs = number_after(t, len, "num_local_procs=");
+  long node_rank = number_after(t, len, "node_rank=");
+  long nnodes = number_after(t, len, "nnodes=");
+  if (nnodes > 0) l->nnodes = (int32_t)nnodes;
+  if (nprocs > 0 && node_rank >= 0 && meta && meta->host[0]) {
+    ddx_layout_host_t *h = host_slot(l, meta->host, strlen(meta->host));
+    if (h && h->base < 0) {
+      h->base = (int32_t)(node_rank * nprocs);
+      h->nlocal = (int32_t)nprocs;
+    }
+  }
+  long ws = number_after(t, len, "dist_world_size=");
+  if (ws > 0) l->world_size = (int32_t)ws;
+}
+
+int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t local_rank) {
+  if (local_rank < 0) return -1;
+  if (host && host[0]) {
+    for (size_t i = 0; i < l->nhosts; i++)
+      if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0) return l->hosts[i].base + local_rank;
+    return l->nnodes == 1 ? local_rank : -1;
+  }
+  /* No host on the line: a single-node job (or an unknown layout, where
+   * the local rank is the best guess the line offers). */
+  return l->nnodes > 1 ? -1 : local_rank;
+}
