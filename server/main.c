@@ -162,6 +162,12 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
     ddx_catalog_free(cat);
     return 2;
   }
+  for (size_t r = 0; r < cat->nrules; r++)
+    if (scan.rule_regex_errors[r])
+      fprintf(stderr,
+              "ddx: warning: rule %s (%s): its regex hit the pcre2 match limit on %llu line(s); "
+              "those lines were skipped for it (catastrophic backtracking?)\n",
+              cat->rules[r].id, cat->rules[r].file, (unsigned long long)scan.rule_regex_errors[r]);
   ddx_report_opts_t o = {.seconds = now_s() - t0};
   o.color = color >= 0 ? color : (isatty(1) && !getenv("NO_COLOR"));
   if (evidence) rc = emit(ddx_report_evidence(&d, &o));
@@ -235,14 +241,10 @@ static bool run_sample(const ddx_catalog_t *cat, const ddx_rule_t *r, const ddx_
       for (size_t k = 0; k < s->fact_names.n; k++) {
         const char *got = ddx_hit_fact(hit, s->fact_names.v[k]);
         if (!got || strcmp(got, s->fact_values.v[k])) {
-          snprintf(why, whycap, "fact %s: got \"%s\", wanted \"%s\"", s->fact_names.v[k], got ? got : "(none)", s->fact_values.v[k]);
+          snprintf(why, whycap, "fact %s: got \"%s\", wanted \"%s\"", s->fact_names.v[k],
+                   got ? got : "(none)", s->fact_values.v[k]);
           found = false;
-          why[whycap - 1] = 0;
-          found = false;
-          /* a fact mismatch is a failure of a positive sample */
-          ddx_diagnosis_free(&d);
-          ddx_scan_free(&scan);
-          return false;
+          break;
         }
       }
     }
@@ -272,17 +274,16 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
     size_t fails = 0, warns = 0, samples = 0;
     for (size_t i = 0; i < cat->nrules; i++) {
       const ddx_rule_t *r = &cat->rules[i];
+      /* A signature is only as selective as its most frequent literal:
+       * each literal alone makes a line a candidate. */
       for (size_t k = 0; k < r->nsigs; k++) {
         const ddx_pattern_t *p = &r->sigs[k];
-        double best = 1e9;
         for (size_t l = 0; l < p->literals.n; l++) {
-          double cost = ddx_prefilter_literal_cost(p->literals.v[l], strlen(p->literals.v[l]));
-          if (cost < best || l == 0) best = l == 0 ? cost : (cost > best ? cost : best);
-        }
-        for (size_t l = 0; l < p->literals.n; l++) {
-          double cost = ddx_prefilter_literal_cost(p->literals.v[l], strlen(p->literals.v[l]));
-          if (strlen(p->literals.v[l]) < 4 || cost > 9000) {
-            printf("warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may slow down scanning\n", r->file, r->id, k, p->literals.v[l]);
+          const char *lit = p->literals.v[l];
+          if (strlen(lit) < 4 || ddx_prefilter_literal_cost(lit, strlen(lit)) > 9000) {
+            printf("warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may "
+                   "slow down scanning\n",
+                   r->file, r->id, k, lit);
             warns++;
           }
         }

@@ -16,6 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Limits that stop a catastrophic user regex ((a+)+$ style) on one line
+ * instead of hanging the scan; a hit of the limit counts as a regex error. */
+#define DDX_MATCH_LIMIT 200000
+#define DDX_DEPTH_LIMIT 10000
+
 /* Loader state for one file: where we are, for error messages. */
 typedef struct load_ctx {
   ddx_catalog_t *cat;
@@ -151,6 +156,11 @@ static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id
   }
   if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0) lc->cat->jit = true;
   p->code = code;
+  pcre2_match_context *mctx = pcre2_match_context_create(NULL);
+  if (!mctx) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  pcre2_set_match_limit(mctx, DDX_MATCH_LIMIT);
+  pcre2_set_depth_limit(mctx, DDX_DEPTH_LIMIT);
+  p->mctx = mctx;
   uint32_t capcount = 0, namecount = 0, entry = 0;
   PCRE2_SPTR table;
   pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &capcount);
@@ -630,8 +640,14 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
 void ddx_catalog_free(ddx_catalog_t *cat) {
   if (!cat) return;
   for (size_t r = 0; r < cat->nrules; r++) {
-    for (size_t p = 0; p < cat->rules[r].nsigs; p++) pcre2_code_free(cat->rules[r].sigs[p].code);
-    for (size_t p = 0; p < cat->rules[r].nctx; p++) pcre2_code_free(cat->rules[r].ctx[p].code);
+    for (size_t p = 0; p < cat->rules[r].nsigs; p++) {
+      pcre2_code_free(cat->rules[r].sigs[p].code);
+      pcre2_match_context_free(cat->rules[r].sigs[p].mctx);
+    }
+    for (size_t p = 0; p < cat->rules[r].nctx; p++) {
+      pcre2_code_free(cat->rules[r].ctx[p].code);
+      pcre2_match_context_free(cat->rules[r].ctx[p].mctx);
+    }
   }
   ddx_prefilter_free(cat->prefilter);
   ddx_arena_free(&cat->arena);
@@ -649,13 +665,14 @@ void *ddx_match_data_new(const ddx_catalog_t *cat) {
   return pcre2_match_data_create(64, NULL);
 }
 
+
 void ddx_match_data_free(void *md) {
   pcre2_match_data_free(md);
 }
 
 int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void *md,
                       size_t *ovector_out, uint32_t maxpairs) {
-  int rc = pcre2_match(p->code, (PCRE2_SPTR)text, len, 0, 0, md, NULL);
+  int rc = pcre2_match(p->code, (PCRE2_SPTR)text, len, 0, 0, md, p->mctx);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
   if (rc < 0) return -1;
   PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);

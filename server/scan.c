@@ -29,10 +29,11 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->rule_hits = calloc(cat->nrules + 1, sizeof *s->rule_hits);
   s->rule_stored = calloc(cat->nrules + 1, sizeof *s->rule_stored);
   s->rule_last = calloc(cat->nrules + 1, sizeof *s->rule_last);
+  s->rule_regex_errors = calloc(cat->nrules + 1, sizeof *s->rule_regex_errors);
   s->md = ddx_match_data_new(cat);
   s->layout = malloc(sizeof *s->layout);
   if (s->layout) ddx_layout_init(s->layout);
-  if (!s->layout || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  if (!s->layout || !s->rule_regex_errors || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -45,6 +46,7 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->rule_hits);
   free(s->rule_stored);
   free(s->rule_last);
+  free(s->rule_regex_errors);
   free(s->layout);
   if (s->md) ddx_match_data_free(s->md);
   ddx_vec_free(&s->hits);
@@ -227,6 +229,7 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
     int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);
     if (m < 0) {
       s->regex_errors++;
+      s->rule_regex_errors[refs[i]->rule]++;
       continue;
     }
     if (m == 0) continue;

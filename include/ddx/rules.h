@@ -29,6 +29,7 @@ typedef struct ddx_pattern {
   const char *regex;
   ddx_strs_t literals;
   void *code; /* pcre2_code_8*, owned by the catalog */
+  void *mctx; /* pcre2_match_context_8* with match/depth limits, owned likewise */
   uint32_t ncaptures;
   const char **capture_names; /* indexed by group number, NULL for unnamed */
   double confidence;

@@ -73,6 +73,7 @@ typedef struct ddx_scan {
   size_t ctx_stored;
   uint64_t bytes, lines;
   uint64_t regex_errors; /* match/depth limit hits */
+  uint64_t *rule_regex_errors; /* per rule */
   /* streaming state of the current input */
   char *buf;
   size_t len;

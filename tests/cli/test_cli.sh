@@ -116,5 +116,12 @@ printf 'boom here\n' >"$T/boom.log"
 "$DDX" diagnose --rules rules --rules "$T/r1" --format json "$T/boom.log" >"$T/boom.json"
 jq_py "$T/boom.json" 'assert d["incidents"][0]["rule"]=="test.ok"' && ok || bad "user rule folder is loaded"
 
+# a catastrophic user regex is stopped by the match limit and reported
+mkdir -p "$T/r7" && good_rule test.evil '^(a|aa)+$' | sed 's/"literals": \["boom"\]/"literals": ["aaaa"]/' >"$T/r7/evil.json"
+python3 -c "print('a'*5000+'b')" >"$T/evil.log"
+timeout 20 "$DDX" diagnose --rules "$T/r7" "$T/evil.log" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 0 ] && ok || bad "catastrophic regex: exit $rc"
+contains "$T/err" "test.evil" "match-limit warning names the rule"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
