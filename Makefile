@@ -6,7 +6,7 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 clang-format
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format
 DEMO_LOG   := examples/zero3-oom-8gpu.log
 
 all: build
@@ -43,10 +43,14 @@ test-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure
 
 eval: build
-	python3 tests/corpus/eval.py $(BUILD)/ddx
+	/usr/bin/python3 tests/corpus/eval.py $(BUILD)/ddx
+
+# Debian's python3 (with python3-jsonschema), whatever python3 is first on PATH.
+PY := /usr/bin/python3
 
 test: test-unit test-asan
-	python3 tests/corpus/eval.py $(BUILD)/ddx
+	$(PY) tests/rules/test_catalog.py
+	$(PY) tests/corpus/eval.py $(BUILD)/ddx
 	@echo "make test: all suites passed"
 
 format:
