@@ -235,6 +235,17 @@ static style_t style_of(const ddx_report_opts_t *o) {
   return (style_t){"", "", "", "", "", ""};
 }
 
+/* Length of the first n sentences of text (a sentence ends at ". "). */
+static size_t first_sentences(const char *text, int n) {
+  const char *p = text;
+  for (int i = 0; i < n; i++) {
+    const char *dot = strstr(p, ". ");
+    if (!dot) return strlen(text);
+    p = dot + 1;
+  }
+  return (size_t)(p - text);
+}
+
 static void put_facts(ddx_sb_t *b, const ddx_hit_t *h) {
   for (uint16_t i = 0; i < h->nfacts; i++) ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", h->facts[i].name, h->facts[i].value);
 }
@@ -261,7 +272,10 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
   put_where(b, d, inc);
   ddx_sb_puts(b, "\n");
   if (inc->rank_note) ddx_sb_printf(b, "  suspect   %s\n", inc->rank_note);
-  if (inc->hit->text) ddx_sb_printf(b, "  %s>%s %s\n", st->dim, st->reset, inc->hit->text);
+  if (inc->hit->text) {
+    size_t tl = strlen(inc->hit->text);
+    ddx_sb_printf(b, "  %s>%s %.*s%s\n", st->dim, st->reset, (int)(tl > 220 ? 220 : tl), inc->hit->text, tl > 220 ? " ..." : "");
+  }
   if (inc->hit->nfacts) {
     ddx_sb_puts(b, "  facts     ");
     put_facts(b, inc->hit);
@@ -285,7 +299,8 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
     }
   }
   ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, r->summary);
-  ddx_sb_printf(b, "            %s\n", r->mechanism);
+  ddx_sb_printf(b, "            %.*s", (int)first_sentences(r->mechanism, 2), r->mechanism);
+  ddx_sb_printf(b, " %s(more: ddx explain %s)%s\n", st->dim, r->id, st->reset);
   ddx_sb_printf(b, "  %sfix%s\n", st->bold, st->reset);
   for (size_t i = 0; i < r->fix.n; i++) ddx_sb_printf(b, "    %zu. %s\n", i + 1, r->fix.v[i]);
   if (r->verify) ddx_sb_printf(b, "  %sverify%s    %s\n", st->bold, st->reset, r->verify);
@@ -312,9 +327,20 @@ char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
     ddx_sb_printf(&b, "%sno known failure found%s in %llu lines\n", st.bold, st.reset, (unsigned long long)d->scan->lines);
     ddx_sb_puts(&b, "  If the job did fail, the error may be outside this excerpt: include the first traceback of every rank.\n");
   }
+  bool also = false, noted = false;
   for (size_t i = 0; i < d->n; i++) {
-    if (i == 1) ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
-    put_incident_text(&b, d, &d->incidents[i], &st, i == 0);
+    const ddx_incident_t *inc = &d->incidents[i];
+    if (i > 0 && inc->severity < DDX_SEV_ERROR) {
+      /* Warnings beside a failure: one line each, they are context. */
+      if (!noted) ddx_sb_printf(&b, "\n%salso noted%s\n", st.bold, st.reset);
+      noted = true;
+      ddx_sb_printf(&b, "  %s %s at %s:%llu (%llu x)\n", ddx_severity_name(inc->severity), inc->rule->id,
+                    input_name(d, inc->hit->input), (unsigned long long)inc->hit->line, (unsigned long long)inc->count);
+      continue;
+    }
+    if (i > 0 && !also) ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
+    if (i > 0) also = true;
+    put_incident_text(&b, d, inc, &st, i == 0);
   }
   ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim, (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines, d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
   return ddx_sb_take(&b);
