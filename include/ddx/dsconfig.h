@@ -1,0 +1,59 @@
+/* ddx/dsconfig.h - owns ds_config.json: parsing it with byte positions,
+ * reading values by dotted path, checking a quick fix's preconditions and
+ * turning its operations (rules/README.md, "config_patches") into minimal
+ * text edits that keep the file's indentation, key order, line endings and
+ * final newline. It never writes a file: callers (the LSP server) send the
+ * edits to the editor as a WorkspaceEdit the user can undo. A file that is
+ * not plain JSON (comments, trailing commas, not an object, duplicate keys,
+ * invalid UTF-8) is refused with a reason, never "repaired". */
+#ifndef DDX_DSCONFIG_H
+#define DDX_DSCONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ddx/util.h"
+
+typedef struct ddx_dsconfig ddx_dsconfig_t;
+
+/* One replacement of the original bytes [start, end) by text. Edits of one
+ * plan are sorted by start and do not overlap. */
+typedef struct ddx_text_edit {
+  size_t start, end;
+  char *text; /* malloc'd */
+} ddx_text_edit_t;
+
+typedef struct ddx_patch_plan {
+  ddx_text_edit_t *edits;
+  size_t nedits;
+  char *title;  /* the patch's title, malloc'd */
+} ddx_patch_plan_t;
+
+/* Parses text (not NUL-terminated necessarily). On refusal returns
+ * DDX_EINVAL with err->msg saying why and where ("line 7, column 3: trailing
+ * comma: ds_config.json must be plain JSON for a safe automatic edit"). */
+int ddx_dsconfig_parse(ddx_dsconfig_t **out, const char *text, size_t len, ddx_error_t *err);
+void ddx_dsconfig_free(ddx_dsconfig_t *c);
+
+/* Value at a dotted path ("zero_optimization.stage"). Returns true when
+ * present; *json gets a malloc'd compact JSON rendering of the value. */
+bool ddx_dsconfig_get(const ddx_dsconfig_t *c, const char *path, char **json);
+
+/* True when the text looks like a DeepSpeed config (zero_optimization,
+ * train_micro_batch_size_per_gpu, train_batch_size, fp16/bf16 blocks...). */
+bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c);
+
+/* Plans one config_patches entry (its JSON text, as in a rule file) against
+ * the parsed config. Returns 0 and fills plan, or DDX_EINVAL with err->msg
+ * giving the reason it is not offered (a precondition that fails, a value
+ * that is "auto" and so owned by the HF Trainer, a non-numeric value to
+ * multiply, ...). A patch whose operations change nothing is refused too. */
+int ddx_dsconfig_plan(const ddx_dsconfig_t *c, const char *patch_json, ddx_patch_plan_t *plan,
+                      ddx_error_t *err);
+void ddx_patch_plan_free(ddx_patch_plan_t *plan);
+
+/* Applies edits to text; returns the new malloc'd text (len in *out_len). */
+char *ddx_text_apply(const char *text, size_t len, const ddx_text_edit_t *edits, size_t n,
+                     size_t *out_len);
+
+#endif
