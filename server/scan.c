@@ -30,10 +30,11 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->rule_stored = calloc(cat->nrules + 1, sizeof *s->rule_stored);
   s->rule_last = calloc(cat->nrules + 1, sizeof *s->rule_last);
   s->rule_regex_errors = calloc(cat->nrules + 1, sizeof *s->rule_regex_errors);
+  s->pending = calloc(cat->nrules + 1, sizeof *s->pending);
   s->md = ddx_match_data_new(cat);
   s->layout = malloc(sizeof *s->layout);
   if (s->layout) ddx_layout_init(s->layout);
-  if (!s->layout || !s->rule_regex_errors || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -47,6 +48,8 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->rule_stored);
   free(s->rule_last);
   free(s->rule_regex_errors);
+  for (size_t r = 0; s->pending && r < s->cat->nrules; r++) free(s->pending[r].text);
+  free(s->pending);
   free(s->layout);
   if (s->md) ddx_match_data_free(s->md);
   ddx_vec_free(&s->hits);
@@ -120,10 +123,30 @@ static const ddx_pattern_t *ref_pattern(const ddx_catalog_t *cat, const ddx_lite
   return r->is_ctx ? &rule->ctx[r->pattern] : &rule->sigs[r->pattern];
 }
 
+/* Copies the named captures of a match into h->facts (arena-owned). */
+static int fill_facts(ddx_scan_t *s, ddx_hit_t *h, const ddx_pattern_t *p, const char *text,
+                      const size_t *ov) {
+  uint32_t nf = 0;
+  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++)
+    if (p->capture_names[g] && ov[2 * g] != (size_t)-1) nf++;
+  if (!nf) return 0;
+  h->facts = ddx_arena_alloc(&s->arena, nf * sizeof *h->facts);
+  if (!h->facts) return DDX_ENOMEM;
+  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
+    if (!p->capture_names[g] || ov[2 * g] == (size_t)-1) continue;
+    h->facts[h->nfacts].name = p->capture_names[g];
+    h->facts[h->nfacts].value =
+        ddx_arena_strndup(&s->arena, text + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
+    h->nfacts++;
+  }
+  return 0;
+}
+
 static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
                       uint64_t line, uint64_t offset, const ddx_line_meta_t *meta,
                       const char *text, size_t tlen, const size_t *ov) {
   const ddx_rule_t *rule = &s->cat->rules[ref->rule];
+  size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
   ddx_hit_t *h;
   if (ref->is_ctx) {
     if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
@@ -133,15 +156,21 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
     s->rule_hits[ref->rule]++;
     if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE) {
       if (!rule->anchor_last) return 0;
-      /* Keep the newest hit of an anchor-last rule (e.g. the last progress
-       * line before a hang) in the slot of its previous last hit. */
-      h = &DDX_VEC_AT(&s->hits, ddx_hit_t, s->rule_last[ref->rule] - 1);
-      memset(h, 0, sizeof *h);
-    } else {
-      s->rule_stored[ref->rule]++;
-      h = ddx_vec_push(&s->hits);
-      s->rule_last[ref->rule] = s->hits.len;
+      /* The newest hit of an anchor-last rule (e.g. the last progress line
+       * before a hang) waits in a fixed per-rule slot and replaces the
+       * rule's last stored hit when the input ends: memory stays flat. */
+      ddx_pending_t *pd = &s->pending[ref->rule];
+      if (!pd->text && !(pd->text = malloc(DDX_SCAN_TEXT_MAX + 1))) return DDX_ENOMEM;
+      memcpy(pd->text, text, keep);
+      pd->text[keep] = 0;
+      pd->len = keep;
+      pd->active = true;
+      pd->hit = (ddx_hit_t){.rule = ref->rule, .pattern = ref->pattern, .input = (uint32_t)(s->inputs.len - 1), .line = line, .offset = offset, .column = (uint32_t)(ov[0] + 1), .meta = *meta};
+      return 0;
     }
+    s->rule_stored[ref->rule]++;
+    h = ddx_vec_push(&s->hits);
+    s->rule_last[ref->rule] = s->hits.len;
   }
   if (!h) return DDX_ENOMEM;
   h->rule = ref->rule;
@@ -153,20 +182,26 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   h->column = (uint32_t)(ov[0] + 1);
   h->meta = *meta;
   if (ref->is_ctx) return 0;
-  size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
   h->text = ddx_arena_strndup(&s->arena, text, keep);
-  uint32_t nf = 0;
-  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++)
-    if (p->capture_names[g] && ov[2 * g] != (size_t)-1) nf++;
-  if (nf) {
-    h->facts = ddx_arena_alloc(&s->arena, nf * sizeof *h->facts);
-    if (!h->facts) return DDX_ENOMEM;
-    for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
-      if (!p->capture_names[g] || ov[2 * g] == (size_t)-1) continue;
-      h->facts[h->nfacts].name = p->capture_names[g];
-      h->facts[h->nfacts].value =
-          ddx_arena_strndup(&s->arena, text + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
-      h->nfacts++;
+  if (!h->text) return DDX_ENOMEM;
+  return fill_facts(s, h, p, h->text, ov);
+}
+
+/* Moves pending anchor-last hits into their rule's last stored slot. */
+static int settle_pending(ddx_scan_t *s) {
+  size_t ov[2 * MAX_CAPS];
+  for (size_t r = 0; r < s->cat->nrules; r++) {
+    ddx_pending_t *pd = &s->pending[r];
+    if (!pd->active) continue;
+    pd->active = false;
+    ddx_hit_t *h = &DDX_VEC_AT(&s->hits, ddx_hit_t, s->rule_last[r] - 1);
+    *h = pd->hit;
+    h->text = ddx_arena_strndup(&s->arena, pd->text, pd->len);
+    if (!h->text) return DDX_ENOMEM;
+    const ddx_pattern_t *p = &s->cat->rules[r].sigs[h->pattern];
+    if (ddx_pattern_match(p, h->text, pd->len, s->md, ov, MAX_CAPS) == 1) {
+      int rc = fill_facts(s, h, p, h->text, ov);
+      if (rc) return rc;
     }
   }
   return 0;
@@ -343,6 +378,7 @@ int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len) {
 int ddx_scan_end(ddx_scan_t *s) {
   if (!s->open) return 0;
   int rc = flush(s, true);
+  if (!rc) rc = settle_pending(s);
   ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1];
   /* The last line counts even without a terminator. */
   uint64_t lines = s->line_no - 1;

@@ -60,6 +60,14 @@ typedef struct ddx_scan_input {
   uint64_t bytes, lines;
 } ddx_scan_input_t;
 
+/* The newest hit of an anchor-last rule past the storage cap. */
+typedef struct ddx_pending {
+  ddx_hit_t hit;
+  char *text; /* malloc'd once, DDX_SCAN_TEXT_MAX + 1 */
+  size_t len;
+  bool active;
+} ddx_pending_t;
+
 typedef struct ddx_scan {
   const ddx_catalog_t *cat;
   ddx_arena_t arena;  /* owns hit texts and facts */
@@ -70,6 +78,7 @@ typedef struct ddx_scan {
   uint64_t *rule_hits;    /* per rule: signature hits seen (stored or not) */
   uint32_t *rule_stored;  /* per rule: signature hits stored */
   size_t *rule_last;      /* per rule: index+1 of the last stored hit */
+  ddx_pending_t *pending; /* per rule: see ddx_pending_t */
   size_t ctx_stored;
   uint64_t bytes, lines;
   uint64_t regex_errors; /* match/depth limit hits */
