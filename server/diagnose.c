@@ -155,9 +155,9 @@ static bool fact_number(const ddx_hit_t *h, const char *name, double *out) {
   return v && ddx_parse_quantity(v, out);
 }
 
-static bool conditions_hold(const ddx_rule_t *rule, const ddx_hit_t *h) {
-  for (size_t i = 0; i < rule->nconds; i++) {
-    const ddx_condition_t *c = &rule->conds[i];
+static bool conditions_hold(const ddx_condition_t *conds, size_t nconds, const ddx_hit_t *h) {
+  for (size_t i = 0; i < nconds; i++) {
+    const ddx_condition_t *c = &conds[i];
     double a, b;
     if (!strcmp(c->op, "exists")) {
       if (!ddx_hit_fact(h, c->fact)) return false;
@@ -259,7 +259,7 @@ static const char *collateral_reason(const ddx_incident_t *p, const ddx_incident
   if (x->role == DDX_ROLE_COLLATERAL) return "collateral class: a consequence of another rank's failure";
   if (x->role == DDX_ROLE_WRAPPER) return "wrapper: reports a failure that happened elsewhere";
   if (strs_has(&p->rule->explains, x->rule->id)) return "explained by the primary failure";
-  if (x->fallback) return "weak evidence (exit code) explained by the primary failure";
+  if (x->fallback) return "weak evidence (an exit status or a stack frame) explained by the primary failure";
   if (x->rule->priority < DDX_CATCHALL_PRIORITY && p->rule->priority >= DDX_CATCHALL_PRIORITY)
     return "generic error raised after the primary failure";
   return NULL;
@@ -397,7 +397,9 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                  (r->priority == br->priority &&
                   r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
         continue;
-      if (!context_holds(s, ix, r, h) || !conditions_hold(r, h)) continue;
+      if (!context_holds(s, ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
+          !conditions_hold(r->sigs[h->pattern].conds, r->sigs[h->pattern].nconds, h))
+        continue;
       best = h;
     }
     if (best) {

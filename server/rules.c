@@ -177,52 +177,6 @@ static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id
   return 0;
 }
 
-static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
-                        const char *rule_id) {
-  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", NULL};
-  static const char *const ctx_keys[] = {"regex", "literals", "before", "after", "scope", "same_rank", "absent", NULL};
-  static const char *const sevs[] = {"info", "warning", "error", NULL};
-  static const char *const scopes[] = {"window", "file", NULL};
-  int rc;
-  if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
-  if ((rc = check_keys(lc, o, is_ctx ? ctx_keys : sig_keys))) return rc;
-  if ((rc = get_str(lc, o, "regex", true, &p->regex))) return rc;
-  if ((rc = get_strs(lc, o, "literals", true, &p->literals))) return rc;
-  for (size_t i = 0; i < p->literals.n; i++)
-    if (strlen(p->literals.v[i]) < 2) {
-      char f[64];
-      snprintf(f, sizeof f, "literals[%zu]", i);
-      return fail(lc, f, "a literal needs at least 2 bytes");
-    }
-  p->severity = -1;
-  p->confidence = 0.8;
-  if (!is_ctx) {
-    if ((rc = get_str(lc, o, "id", false, &p->id))) return rc;
-    json_t *c = json_object_get(o, "confidence");
-    if (c) {
-      if (!json_is_number(c) || json_number_value(c) < 0 || json_number_value(c) > 1)
-        return fail(lc, "confidence", "expected a number between 0 and 1");
-      p->confidence = json_number_value(c);
-    }
-    if ((rc = get_bool(lc, o, "fallback", false, &p->fallback))) return rc;
-    if (json_object_get(o, "severity") &&
-        (rc = get_enum(lc, o, "severity", sevs, -1, false, &p->severity)))
-      return rc;
-  } else {
-    long v;
-    int scope;
-    if ((rc = get_int(lc, o, "before", 0, 1000000, 40, false, &v))) return rc;
-    p->before = (int)v;
-    if ((rc = get_int(lc, o, "after", 0, 1000000, 5, false, &v))) return rc;
-    p->after = (int)v;
-    if ((rc = get_enum(lc, o, "scope", scopes, 0, false, &scope))) return rc;
-    p->scope_file = scope == 1;
-    if ((rc = get_bool(lc, o, "same_rank", true, &p->same_rank))) return rc;
-    if ((rc = get_bool(lc, o, "absent", false, &p->absent))) return rc;
-  }
-  return compile_pattern(lc, p, rule_id);
-}
-
 static int load_condition(load_ctx_t *lc, json_t *o, ddx_condition_t *c) {
   static const char *const keys[] = {"fact", "op", "value", NULL};
   static const char *const ops[] = {"<", "<=", ">", ">=", "==", "!=", "exists", NULL};
@@ -255,6 +209,72 @@ static int load_condition(load_ctx_t *lc, json_t *o, ddx_condition_t *c) {
     return fail(lc, "value", "expected a number or a string");
   }
   return 0;
+}
+
+static int load_conditions(load_ctx_t *lc, json_t *arr, ddx_condition_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (!arr) return 0;
+  if (!json_is_array(arr)) return fail(lc, "conditions", "expected an array");
+  *n = json_array_size(arr);
+  *out = ddx_arena_alloc(&lc->cat->arena, (*n + 1) * sizeof **out);
+  if (!*out) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < *n; i++) {
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".conditions[%zu]", i);
+    int rc = load_condition(lc, json_array_get(arr, i), &(*out)[i]);
+    if (rc) return rc;
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
+static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
+                        const char *rule_id) {
+  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", "conditions", NULL};
+  static const char *const ctx_keys[] = {"regex", "literals", "before", "after", "scope", "same_rank", "absent", NULL};
+  static const char *const sevs[] = {"info", "warning", "error", NULL};
+  static const char *const scopes[] = {"window", "file", NULL};
+  int rc;
+  if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
+  if ((rc = check_keys(lc, o, is_ctx ? ctx_keys : sig_keys))) return rc;
+  if ((rc = get_str(lc, o, "regex", true, &p->regex))) return rc;
+  if ((rc = get_strs(lc, o, "literals", true, &p->literals))) return rc;
+  for (size_t i = 0; i < p->literals.n; i++)
+    if (strlen(p->literals.v[i]) < 2) {
+      char f[64];
+      snprintf(f, sizeof f, "literals[%zu]", i);
+      return fail(lc, f, "a literal needs at least 2 bytes");
+    }
+  p->severity = -1;
+  p->confidence = 0.8;
+  if (!is_ctx) {
+    if ((rc = get_str(lc, o, "id", false, &p->id))) return rc;
+    json_t *c = json_object_get(o, "confidence");
+    if (c) {
+      if (!json_is_number(c) || json_number_value(c) < 0 || json_number_value(c) > 1)
+        return fail(lc, "confidence", "expected a number between 0 and 1");
+      p->confidence = json_number_value(c);
+    }
+    if ((rc = get_bool(lc, o, "fallback", false, &p->fallback))) return rc;
+    if (json_object_get(o, "severity") &&
+        (rc = get_enum(lc, o, "severity", sevs, -1, false, &p->severity)))
+      return rc;
+    if ((rc = load_conditions(lc, json_object_get(o, "conditions"), &p->conds, &p->nconds)))
+      return rc;
+  } else {
+    long v;
+    int scope;
+    if ((rc = get_int(lc, o, "before", 0, 1000000, 40, false, &v))) return rc;
+    p->before = (int)v;
+    if ((rc = get_int(lc, o, "after", 0, 1000000, 5, false, &v))) return rc;
+    p->after = (int)v;
+    if ((rc = get_enum(lc, o, "scope", scopes, 0, false, &scope))) return rc;
+    p->scope_file = scope == 1;
+    if ((rc = get_bool(lc, o, "same_rank", true, &p->same_rank))) return rc;
+    if ((rc = get_bool(lc, o, "absent", false, &p->absent))) return rc;
+  }
+  return compile_pattern(lc, p, rule_id);
 }
 
 static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t *n,
@@ -420,18 +440,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       path_pop(lc, old);
     }
   }
-  json_t *conds = json_object_get(root, "conditions");
-  if (conds) {
-    if (!json_is_array(conds)) return fail(lc, "conditions", "expected an array");
-    r->nconds = json_array_size(conds);
-    r->conds = ddx_arena_alloc(&lc->cat->arena, (r->nconds + 1) * sizeof *r->conds);
-    for (size_t i = 0; i < r->nconds; i++) {
-      size_t old = strlen(lc->path);
-      snprintf(lc->path + old, sizeof lc->path - old, ".conditions[%zu]", i);
-      if ((rc = load_condition(lc, json_array_get(conds, i), &r->conds[i]))) return rc;
-      path_pop(lc, old);
-    }
-  }
+  if ((rc = load_conditions(lc, json_object_get(root, "conditions"), &r->conds, &r->nconds))) return rc;
   if ((rc = get_strs(lc, root, "explains", false, &r->explains))) return rc;
   if ((rc = get_str(lc, root, "summary", true, &r->summary))) return rc;
   if ((rc = get_str(lc, root, "mechanism", true, &r->mechanism))) return rc;

@@ -23,6 +23,15 @@ typedef struct ddx_strs {
   size_t n;
 } ddx_strs_t;
 
+typedef struct ddx_condition {
+  const char *fact;
+  const char *op;
+  bool has_value;
+  double number;          /* when ref_fact is NULL */
+  const char *ref_fact;   /* value "k*fact" */
+  double ref_factor;
+} ddx_condition_t;
+
 /* A compiled regex with its literals and named-capture table. */
 typedef struct ddx_pattern {
   const char *id;
@@ -35,19 +44,12 @@ typedef struct ddx_pattern {
   double confidence;
   bool fallback;
   int severity; /* -1: the rule's */
+  ddx_condition_t *conds; /* signature-level conditions (with the rule's) */
+  size_t nconds;
   /* context-only fields */
   int before, after;
   bool scope_file, same_rank, absent;
 } ddx_pattern_t;
-
-typedef struct ddx_condition {
-  const char *fact;
-  const char *op;
-  bool has_value;
-  double number;          /* when ref_fact is NULL */
-  const char *ref_fact;   /* value "k*fact" */
-  double ref_factor;
-} ddx_condition_t;
 
 typedef struct ddx_symptom {
   const char *text, *why;

@@ -43,6 +43,9 @@ static ddx_catalog_t *make_catalog(void) {
                         "\"signatures\": [{\"regex\": \"exitcode: -9\", \"literals\": [\"exitcode\"], \"fallback\": true}]");
   write_rule("t.generic", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 2, "
                           "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", \"literals\": [\"Error: \"]}]");
+  write_rule("t.sigbus", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 91, "
+                        "\"signatures\": [{\"regex\": \"exitcode: (?<code>-?\\\\d+)\", \"literals\": [\"exitcode\"], "
+                        "\"conditions\": [{\"fact\": \"code\", \"op\": \"==\", \"value\": -7}]}]");
   write_rule("t.hang", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": \"no-error\", \"anchor\": \"last\", "
                        "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
   ddx_catalog_t *cat = NULL;
@@ -169,6 +172,10 @@ static void test_roles(const ddx_catalog_t *cat) {
   /* A fallback exit code yields to any real cause, even a catch-all. */
   run(&r, cat, "ValueError: bad shape\nfailed (exitcode: -9) local_rank: 1\n");
   CHECK_EQ_STR(primary(&r), "t.generic");
+  done(&r);
+  /* A signature-level condition picks the exit code it explains. */
+  run(&r, cat, "failed (exitcode: -7) local_rank: 1\n");
+  CHECK_EQ_STR(primary(&r), "t.sigbus");
   done(&r);
   run(&r, cat, "failed (exitcode: -9) local_rank: 1\n[Rank 0] Watchdog caught x\n");
   CHECK_EQ_STR(primary(&r), "t.kill9");
