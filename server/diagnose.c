@@ -25,7 +25,15 @@ typedef struct agg {
   /* collective sequence numbers (facts "seq"), for straggler inference */
   int64_t min_seq, max_seq;
   ddx_rankset_t min_seq_ranks;
+  ddx_fact_t facts[DDX_MAX_FACTS]; /* first value of each fact over all events */
+  size_t nfacts;
 } agg_t;
+
+const char *ddx_incident_fact(const ddx_incident_t *inc, const char *name) {
+  for (size_t i = 0; i < inc->nfacts; i++)
+    if (!strcmp(inc->facts[i].name, name)) return inc->facts[i].value;
+  return NULL;
+}
 
 const char *ddx_hit_fact(const ddx_hit_t *h, const char *name) {
   for (uint16_t i = 0; i < h->nfacts; i++)
@@ -126,6 +134,7 @@ static bool context_holds(const ddx_scan_t *s, ctx_index_t **ix, const ddx_rule_
   const ddx_hit_t *hits = s->hits.data;
   for (size_t c = 0; c < rule->nctx; c++) {
     const ddx_pattern_t *cp = &rule->ctx[c];
+    if (cp->owner >= 0 && cp->owner != (int)h->pattern) continue;
     const ctx_index_t *ci = ix && ix[rule->index] ? &ix[rule->index][c] : NULL;
     bool found = false;
     uint64_t lo = h->line > (uint64_t)cp->before ? h->line - (uint64_t)cp->before : 0;
@@ -206,9 +215,19 @@ static void add_seq(agg_t *g, const event_t *e) {
   if (seq == g->min_seq) ddx_rankset_add(&g->min_seq_ranks, e->rank);
 }
 
+static void merge_facts(ddx_fact_t *dst, size_t *n, const ddx_fact_t *src, size_t nsrc) {
+  for (size_t i = 0; i < nsrc && *n < DDX_MAX_FACTS; i++) {
+    if (!src[i].value[0]) continue;
+    bool have = false;
+    for (size_t k = 0; k < *n && !have; k++) have = !strcmp(dst[k].name, src[i].name);
+    if (!have) dst[(*n)++] = src[i];
+  }
+}
+
 static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
   bool fb = e->sig->fallback;
   g->count++;
+  merge_facts(g->facts, &g->nfacts, e->hit->facts, e->hit->nfacts);
   add_seq(g, e);
   if (e->rank >= 0) ddx_rankset_add(&g->ranks, e->rank);
   if (e->sig->confidence > g->confidence) g->confidence = e->sig->confidence;
@@ -451,6 +470,12 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     inc->ranks = g->ranks; /* moved */
     inc->count = g->count;
     inc->confidence = g->confidence;
+    /* The anchor's own facts first, then what other events added. */
+    inc->facts = ddx_arena_alloc(&d->arena, DDX_MAX_FACTS * sizeof *inc->facts);
+    if (inc->facts) {
+      merge_facts(inc->facts, &inc->nfacts, inc->hit->facts, inc->hit->nfacts);
+      merge_facts(inc->facts, &inc->nfacts, g->facts, g->nfacts);
+    }
     if (rule->role == DDX_ROLE_COLLATERAL && g->max_seq > g->min_seq && g->min_seq_ranks.n &&
         g->min_seq_ranks.n < inc->ranks.n) {
       /* Ranks stuck at an older collective are behind the others. */

@@ -206,9 +206,14 @@ static int cmd_explain(cli_t *c, int argc, char **argv) {
   return rc;
 }
 
-static bool incident_has_rule(const ddx_diagnosis_t *d, const ddx_rule_t *r, const ddx_hit_t **hit) {
+/* Where a rule shows up in a diagnosis: its incident, or the first event
+ * of it as collateral. */
+static bool incident_has_rule(const ddx_diagnosis_t *d, const ddx_rule_t *r,
+                              const ddx_incident_t **inc, const ddx_hit_t **hit) {
+  *inc = NULL;
   for (size_t i = 0; i < d->n; i++) {
     if (d->incidents[i].rule == r) {
+      *inc = &d->incidents[i];
       *hit = d->incidents[i].hit;
       return true;
     }
@@ -234,12 +239,14 @@ static bool run_sample(const ddx_catalog_t *cat, const ddx_rule_t *r, const ddx_
   bool found = false;
   if (ddx_diagnose(&d, &scan, &err) == 0) {
     const ddx_hit_t *hit = NULL;
-    found = incident_has_rule(&d, r, &hit);
+    const ddx_incident_t *inc = NULL;
+    found = incident_has_rule(&d, r, &inc, &hit);
     if (!found) {
       snprintf(why, whycap, "%s", d.n ? d.incidents[0].rule->id : "nothing");
     } else {
       for (size_t k = 0; k < s->fact_names.n; k++) {
-        const char *got = ddx_hit_fact(hit, s->fact_names.v[k]);
+        const char *got = inc ? ddx_incident_fact(inc, s->fact_names.v[k])
+                              : ddx_hit_fact(hit, s->fact_names.v[k]);
         if (!got || strcmp(got, s->fact_values.v[k])) {
           snprintf(why, whycap, "fact %s: got \"%s\", wanted \"%s\"", s->fact_names.v[k],
                    got ? got : "(none)", s->fact_values.v[k]);

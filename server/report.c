@@ -54,9 +54,9 @@ static json_t *text_json(const char *s) {
   return j;
 }
 
-static json_t *facts_json(const ddx_hit_t *h) {
+static json_t *facts_json(const ddx_fact_t *f, size_t n) {
   json_t *o = json_object();
-  for (uint16_t i = 0; i < h->nfacts; i++) json_object_set_new(o, h->facts[i].name, text_json(h->facts[i].value));
+  for (size_t i = 0; i < n; i++) json_object_set_new(o, f[i].name, text_json(f[i].value));
   return o;
 }
 
@@ -82,7 +82,7 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "line", json_integer((json_int_t)h->line));
   json_object_set_new(o, "column", json_integer(h->column));
   json_object_set_new(o, "text", text_json(h->text ? h->text : ""));
-  json_object_set_new(o, "facts", facts_json(h));
+  json_object_set_new(o, "facts", facts_json(inc->facts, inc->nfacts));
   json_t *tb = json_array();
   for (size_t i = 0; i < inc->nframes; i++) {
     const ddx_frame_t *f = inc->frames[i];
@@ -213,7 +213,7 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
                               text_json(input_name(d, h->input)), "region", "startLine",
                               (json_int_t)h->line, "startColumn", (json_int_t)h->column);
       json_object_set_new(res, "locations", json_pack("[o]", loc));
-      if (k == 0) json_object_set_new(res, "properties", json_pack("{s:f,s:o}", "confidence", inc->confidence, "facts", facts_json(h)));
+      if (k == 0) json_object_set_new(res, "properties", json_pack("{s:f,s:o}", "confidence", inc->confidence, "facts", facts_json(inc->facts, inc->nfacts)));
       json_array_append_new(results, res);
     }
   }
@@ -246,8 +246,8 @@ static size_t first_sentences(const char *text, int n) {
   return (size_t)(p - text);
 }
 
-static void put_facts(ddx_sb_t *b, const ddx_hit_t *h) {
-  for (uint16_t i = 0; i < h->nfacts; i++) ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", h->facts[i].name, h->facts[i].value);
+static void put_facts(ddx_sb_t *b, const ddx_incident_t *inc) {
+  for (size_t i = 0; i < inc->nfacts; i++) ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", inc->facts[i].name, inc->facts[i].value);
 }
 
 static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
@@ -276,9 +276,9 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
     size_t tl = strlen(inc->hit->text);
     ddx_sb_printf(b, "  %s>%s %.*s%s\n", st->dim, st->reset, (int)(tl > 220 ? 220 : tl), inc->hit->text, tl > 220 ? " ..." : "");
   }
-  if (inc->hit->nfacts) {
+  if (inc->nfacts) {
     ddx_sb_puts(b, "  facts     ");
-    put_facts(b, inc->hit);
+    put_facts(b, inc);
     ddx_sb_puts(b, "\n");
   }
   if (inc->nframes) {

@@ -231,7 +231,7 @@ static int load_conditions(load_ctx_t *lc, json_t *arr, ddx_condition_t **out, s
 
 static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
                         const char *rule_id) {
-  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", "conditions", NULL};
+  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", "conditions", "context", NULL};
   static const char *const ctx_keys[] = {"regex", "literals", "before", "after", "scope", "same_rank", "absent", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
   static const char *const scopes[] = {"window", "file", NULL};
@@ -428,15 +428,31 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     if ((rc = load_pattern(lc, json_array_get(sigs, i), &r->sigs[i], false, r->id))) return rc;
     path_pop(lc, old);
   }
+  /* Contexts: the rule's own (owner -1) then each signature's (owner =
+   * its index), in one array so the prefilter and index treat them alike. */
   json_t *ctx = json_object_get(root, "context");
-  if (ctx) {
-    if (!json_is_array(ctx)) return fail(lc, "context", "expected an array");
-    r->nctx = json_array_size(ctx);
-    r->ctx = ddx_arena_alloc(&lc->cat->arena, (r->nctx + 1) * sizeof *r->ctx);
-    for (size_t i = 0; i < r->nctx; i++) {
+  if (ctx && !json_is_array(ctx)) return fail(lc, "context", "expected an array");
+  size_t total = json_array_size(ctx);
+  for (size_t i = 0; i < r->nsigs; i++) {
+    json_t *sc = json_object_get(json_array_get(sigs, i), "context");
+    if (sc && !json_is_array(sc)) {
+      char f[64];
+      snprintf(f, sizeof f, "signatures[%zu].context", i);
+      return fail(lc, f, "expected an array");
+    }
+    total += json_array_size(sc);
+  }
+  r->ctx = ddx_arena_alloc(&lc->cat->arena, (total + 1) * sizeof *r->ctx);
+  if (!r->ctx) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  for (long owner = -1; owner < (long)r->nsigs; owner++) {
+    json_t *arr = owner < 0 ? ctx : json_object_get(json_array_get(sigs, (size_t)owner), "context");
+    for (size_t i = 0; i < json_array_size(arr); i++) {
       size_t old = strlen(lc->path);
-      snprintf(lc->path + old, sizeof lc->path - old, ".context[%zu]", i);
-      if ((rc = load_pattern(lc, json_array_get(ctx, i), &r->ctx[i], true, r->id))) return rc;
+      if (owner < 0) snprintf(lc->path + old, sizeof lc->path - old, ".context[%zu]", i);
+      else snprintf(lc->path + old, sizeof lc->path - old, ".signatures[%ld].context[%zu]", owner, i);
+      ddx_pattern_t *cp = &r->ctx[r->nctx++];
+      if ((rc = load_pattern(lc, json_array_get(arr, i), cp, true, r->id))) return rc;
+      cp->owner = (int)owner;
       path_pop(lc, old);
     }
   }

@@ -12,6 +12,8 @@
 #include "ddx/scan.h"
 #include "ddx/util.h"
 
+#define DDX_MAX_FACTS 32
+
 typedef struct ddx_collateral {
   const ddx_rule_t *rule;
   ddx_rankset_t ranks;
@@ -31,6 +33,10 @@ typedef struct ddx_incident {
   ddx_rankset_t ranks;   /* every rank with an event of this rule */
   uint64_t count;        /* events, including those past the storage cap */
   double confidence;
+  ddx_fact_t *facts;     /* the initiating event's facts, then the first
+                            value of any other fact from the incident's
+                            other events (e.g. a wrapped continuation line) */
+  size_t nfacts;
   ddx_collateral_t *collateral;
   size_t ncollateral;
   const char **missing;
@@ -52,6 +58,8 @@ typedef struct ddx_diagnosis {
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *scan, ddx_error_t *err);
 void ddx_diagnosis_free(ddx_diagnosis_t *d);
 
+/* The fact named name of an incident (merged over its events), or NULL. */
+const char *ddx_incident_fact(const ddx_incident_t *inc, const char *name);
 /* The fact named name of a hit, or NULL. */
 const char *ddx_hit_fact(const ddx_hit_t *h, const char *name);
 /* True when the diagnosis holds an error-severity incident. */

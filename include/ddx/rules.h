@@ -47,6 +47,7 @@ typedef struct ddx_pattern {
   ddx_condition_t *conds; /* signature-level conditions (with the rule's) */
   size_t nconds;
   /* context-only fields */
+  int owner; /* -1: the rule's context; else the index of its signature */
   int before, after;
   bool scope_file, same_rank, absent;
 } ddx_pattern_t;

@@ -46,6 +46,10 @@ static ddx_catalog_t *make_catalog(void) {
   write_rule("t.sigbus", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 91, "
                         "\"signatures\": [{\"regex\": \"exitcode: (?<code>-?\\\\d+)\", \"literals\": [\"exitcode\"], "
                         "\"conditions\": [{\"fact\": \"code\", \"op\": \"==\", \"value\": -7}]}]");
+  write_rule("t.pipe", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 70, "
+                      "\"signatures\": [{\"regex\": \"element 0 of tensors does not require grad\", \"literals\": [\"does not require grad\"], "
+                      "\"context\": [{\"regex\": \"pipe/engine\", \"literals\": [\"pipe/engine\"], \"before\": 10}]}, "
+                      "{\"regex\": \"element [1-9]\\\\d* of tensors does not require grad\", \"literals\": [\"does not require grad\"]}]");
   write_rule("t.hang", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": \"no-error\", \"anchor\": \"last\", "
                        "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
   ddx_catalog_t *cat = NULL;
@@ -142,6 +146,13 @@ static void test_priority_context_conditions(const ddx_catalog_t *cat) {
   run(&r, cat, "[rank1]: fetch_sub_module\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
   done(&r);
+  /* Facts merge over an incident's events: the anchor's first. */
+  run(&r, cat, "[rank1]: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+               "[rank2]: CUDA out of memory. Tried to allocate 2.00 GiB and 0.50 GiB is reserved by "
+               "PyTorch but unallocated\n");
+  CHECK_EQ_STR(ddx_incident_fact(&r.d.incidents[0], "tried"), "1.00 GiB");
+  CHECK_EQ_STR(ddx_incident_fact(&r.d.incidents[0], "unalloc"), "0.50 GiB");
+  done(&r);
   /* Condition on facts: 3 GiB unallocated >= 2 * 1 GiB tried. */
   run(&r, cat, "CUDA out of memory. Tried to allocate 1.00 GiB and 3.00 GiB is reserved by PyTorch but unallocated\n");
   CHECK_EQ_STR(primary(&r), "t.frag");
@@ -172,6 +183,17 @@ static void test_roles(const ddx_catalog_t *cat) {
   /* A fallback exit code yields to any real cause, even a catch-all. */
   run(&r, cat, "ValueError: bad shape\nfailed (exitcode: -9) local_rank: 1\n");
   CHECK_EQ_STR(primary(&r), "t.generic");
+  done(&r);
+  /* Signature-level context: element 0 needs a pipeline frame, element 1 not. */
+  run(&r, cat, "RuntimeError: element 0 of tensors does not require grad\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  done(&r);
+  run(&r, cat, "  File \"deepspeed/runtime/pipe/engine.py\", line 1, in _exec_backward_pass\n"
+               "RuntimeError: element 0 of tensors does not require grad\n");
+  CHECK_EQ_STR(primary(&r), "t.pipe");
+  done(&r);
+  run(&r, cat, "RuntimeError: element 1 of tensors does not require grad\n");
+  CHECK_EQ_STR(primary(&r), "t.pipe");
   done(&r);
   /* A signature-level condition picks the exit code it explains. */
   run(&r, cat, "failed (exitcode: -7) local_rank: 1\n");

@@ -1,0 +1,292 @@
+/* ddx/lsp.h - owns the language server (`ddx lsp`): JSON-RPC over stdio
+ * through libuv (Content-Length framing with a size cap, a write queue),
+ * the LSP lifecycle, the open documents and their line index (positions in
+ * the negotiated encoding, lines ending at \n, \r\n or a bare \r as the
+ * engine counts them), scans of log documents on the libuv thread pool,
+ * diagnostics, hovers, ds_config.json quick fixes and the ddx.* commands.
+ *
+ * It is a front end: it adds no diagnosis logic; every finding comes from
+ * the engine (ddx/scan.h, ddx/diagnose.h, ddx/report.h, ddx/dsconfig.h).
+ * Only this layer knows libuv, JSON-RPC and LSP.
+ *
+ * Everything hangs off one ddx_lsp_server_t created by ddx_lsp_main; the
+ * loop thread owns it. Worker threads only see a job (ddx_lsp_job_t) and
+ * the immutable snapshot and catalog it holds references to. The
+ * declarations below ddx_lsp_main are shared by the server/lsp*.c files
+ * only. */
+#ifndef DDX_LSP_H
+#define DDX_LSP_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "ddx/diagnose.h"
+#include "ddx/rules.h"
+#include "ddx/scan.h"
+
+/* Runs the server on stdin/stdout until `exit` (argv: options after "lsp",
+ * "--stdio" accepted). Returns the process exit status: 0 after shutdown +
+ * exit, 1 for exit without shutdown, a lost client or a dead editor. */
+int ddx_lsp_main(int argc, char **argv);
+
+/* ------------------------------------------------------ shared internals */
+
+#define DDX_LSP_VERSION "0.1.0"
+#define DDX_LSP_DEFAULT_MAX_FRAME ((size_t)128 << 20) /* DDX_LSP_MAX_FRAME overrides */
+#define DDX_LSP_MAX_DIAGNOSTICS 200                   /* per document */
+#define DDX_LSP_PROGRESS_MIN_BYTES ((size_t)4 << 20)  /* scans at least this big report progress */
+
+enum { DDX_LSP_ENC_UTF16 = 0, DDX_LSP_ENC_UTF8 = 1 };
+enum { DDX_LSP_TRACE_OFF = 0, DDX_LSP_TRACE_MESSAGES = 1, DDX_LSP_TRACE_VERBOSE = 2 };
+enum { DDX_LSP_LOG_ERROR = 1, DDX_LSP_LOG_WARNING = 2, DDX_LSP_LOG_INFO = 3, DDX_LSP_LOG_DEBUG = 4 };
+
+/* JSON-RPC / LSP error codes */
+enum {
+  DDX_LSP_PARSE_ERROR = -32700,
+  DDX_LSP_INVALID_REQUEST = -32600,
+  DDX_LSP_METHOD_NOT_FOUND = -32601,
+  DDX_LSP_INVALID_PARAMS = -32602,
+  DDX_LSP_INTERNAL_ERROR = -32603,
+  DDX_LSP_SERVER_NOT_INITIALIZED = -32002,
+  DDX_LSP_REQUEST_FAILED = -32803,
+  DDX_LSP_REQUEST_CANCELLED = -32800,
+};
+
+/* An immutable text with its line index, shared by a document and the
+ * scans of it (reference counted on the loop thread only). */
+typedef struct ddx_lsp_text {
+  int refs;
+  char *data; /* NUL-terminated (data[len] == 0); may hold NUL bytes */
+  size_t len;
+  size_t *starts; /* byte offset of each line start */
+  size_t nlines;  /* >= 1 */
+} ddx_lsp_text_t;
+
+/* A loaded catalog shared by scans, documents' results and the server. */
+typedef struct ddx_lsp_catalog {
+  int refs;
+  ddx_catalog_t *cat;
+  char *root; /* the built-in rules folder (for catalog URLs), or NULL */
+} ddx_lsp_catalog_t;
+
+/* A finished diagnosis kept for hovers and code actions. */
+typedef struct ddx_lsp_result {
+  ddx_lsp_catalog_t *cat;
+  ddx_lsp_text_t *text; /* the snapshot it was computed on (NULL: streamed file) */
+  ddx_scan_t scan;
+  ddx_diagnosis_t diag;
+  int64_t version;
+} ddx_lsp_result_t;
+
+enum { DDX_LSP_DOC_OTHER = 0, DDX_LSP_DOC_LOG = 1, DDX_LSP_DOC_JSON = 2 };
+
+typedef struct ddx_lsp_job ddx_lsp_job_t;
+
+typedef struct ddx_lsp_doc {
+  struct ddx_lsp_doc *next;
+  char *uri;
+  char *path; /* local path of a file: URI, else NULL */
+  char *language;
+  int kind;
+  int64_t version;
+  ddx_lsp_text_t *text;
+  ddx_lsp_result_t *result; /* latest published diagnosis, or NULL */
+  ddx_lsp_job_t *job;       /* scan in flight, or NULL */
+  bool rescan;              /* the text moved on while job ran */
+} ddx_lsp_doc_t;
+
+enum { DDX_LSP_JOB_DOC = 0, DDX_LSP_JOB_TEXT = 1, DDX_LSP_JOB_FILE = 2 };
+
+/* One unit of work on the thread pool. The worker reads only the fields
+ * marked "in"; it writes only "out" and the atomics. */
+struct ddx_lsp_job {
+  uv_work_t req;
+  struct ddx_lsp_server *s;
+  ddx_lsp_job_t *next;
+  int kind;
+  atomic_int cancel;      /* set by the loop thread */
+  atomic_ullong done;     /* bytes scanned so far */
+  uint64_t total;         /* bytes to scan (0 unknown) */
+  ddx_lsp_catalog_t *cat; /* in */
+  ddx_lsp_text_t *text;   /* in: snapshot (DOC, TEXT) */
+  char *path;             /* in: file to stream (FILE) */
+  char *uri;              /* the document or file it is for */
+  int64_t version;        /* in: document version of the snapshot */
+  json_t *req_id;         /* the request to answer, or NULL */
+  json_t *token;          /* work-done progress token, or NULL */
+  int progress;           /* 0 none, 1 token being created, 2 ready, 3 begun, 4 ended */
+  int64_t create_id;      /* id of our window/workDoneProgress/create request */
+  const char *title;      /* progress title */
+  ddx_lsp_result_t *result; /* out */
+  int rc;                   /* out: 0, or a negative engine code */
+  ddx_error_t err;          /* out */
+  uint64_t start_ns;
+};
+
+typedef struct ddx_lsp_call {
+  json_t *id; /* borrowed */
+  int code;   /* error code when the handler fails */
+  char msg[512];
+  bool deferred; /* the handler answers later (it took a reference to id) */
+} ddx_lsp_call_t;
+
+typedef struct ddx_lsp_server ddx_lsp_server_t;
+typedef json_t *(*ddx_lsp_handler_t)(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+
+typedef struct ddx_lsp_method {
+  const char *name;
+  ddx_lsp_handler_t handler;
+  bool is_notification;
+} ddx_lsp_method_t;
+
+/* A queued outgoing message. */
+typedef struct ddx_lsp_wmsg {
+  struct ddx_lsp_wmsg *next;
+  char *data;
+  size_t len;
+} ddx_lsp_wmsg_t;
+
+typedef union ddx_lsp_stream {
+  uv_handle_t handle;
+  uv_stream_t stream;
+  uv_pipe_t pipe;
+  uv_tty_t tty;
+  uv_tcp_t tcp;
+} ddx_lsp_stream_t;
+
+struct ddx_lsp_server {
+  uv_loop_t loop;
+  /* transport */
+  uv_handle_type in_type, out_type;
+  ddx_lsp_stream_t in, out;
+  bool in_open, out_open, reading;
+  uv_fs_t in_fs, out_fs; /* when stdin/stdout are regular files */
+  char in_fs_buf[65536];
+  char *rbuf; /* unparsed input */
+  size_t rlen, rcap;
+  size_t max_frame;
+  int rstate;         /* 0 headers, 1 body, 2 resync (discard to the next header) */
+  size_t body_len;    /* body size of the frame being read */
+  size_t hdr_len;     /* header bytes before the body */
+  ddx_lsp_wmsg_t *wq_head, *wq_tail;
+  bool writing;
+  uv_write_t wreq;
+  uv_buf_t wbuf;
+  /* lifecycle */
+  bool initialized, shutdown, exiting;
+  int exit_code;
+  int encoding;
+  int trace;
+  bool cap_progress, cap_disabled, cap_doc_changes, cap_related;
+  int64_t next_out_id;
+  int64_t next_token;
+  pid_t parent_pid;
+  uv_timer_t parent_timer, progress_timer;
+  bool parent_timer_on, progress_timer_on;
+  uint64_t parent_interval_ms;
+  /* settings */
+  char *rules_default;  /* the built-in catalog folder */
+  char **extra_rules;   /* ddx.rules.extraPaths */
+  size_t nextra_rules;
+  char *dsconfig_path;  /* ddx.dsConfig.path */
+  bool allow_outside;   /* ddx.diagnoseFile.allowOutsideWorkspace */
+  double model_params;  /* ddx.model.parameters */
+  int64_t world_size;   /* ddx.world.size */
+  char **folders;       /* workspace folders (local paths) */
+  size_t nfolders;
+  ddx_lsp_catalog_t *cat;
+  ddx_lsp_doc_t *docs;
+  ddx_lsp_job_t *jobs;
+  int pending_cancel_n; /* ids cancelled in the batch being dispatched */
+  json_t *pending_cancel;
+};
+
+/* lsp.c: transport and messages */
+void ddx_lsp_send(ddx_lsp_server_t *s, json_t *msg); /* steals msg */
+void ddx_lsp_notify(ddx_lsp_server_t *s, const char *method, json_t *params);
+void ddx_lsp_reply(ddx_lsp_server_t *s, json_t *id, json_t *result); /* steals result */
+void ddx_lsp_reply_error(ddx_lsp_server_t *s, json_t *id, int code, const char *msg);
+int64_t ddx_lsp_request(ddx_lsp_server_t *s, const char *method, json_t *params);
+void ddx_lsp_log(ddx_lsp_server_t *s, int type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+json_t *ddx_lsp_fail(ddx_lsp_call_t *call, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+json_t *ddx_lsp_jstr(const char *s, size_t n); /* UTF-8-safe string (invalid bytes: U+FFFD) */
+uint64_t ddx_lsp_now_ns(void);
+
+/* lsp_docs.c: texts, positions, documents */
+ddx_lsp_text_t *ddx_lsp_text_new(const char *data, size_t len);
+ddx_lsp_text_t *ddx_lsp_text_ref(ddx_lsp_text_t *t);
+void ddx_lsp_text_unref(ddx_lsp_text_t *t);
+size_t ddx_lsp_line_end(const ddx_lsp_text_t *t, size_t line); /* end of content, no terminator */
+size_t ddx_lsp_line_of(const ddx_lsp_text_t *t, size_t offset);
+/* Byte offset of an LSP position (clamped as LSP says). */
+size_t ddx_lsp_offset(const ddx_lsp_text_t *t, int enc, size_t line, size_t character);
+/* LSP position {line, character} of a byte offset. */
+json_t *ddx_lsp_position(const ddx_lsp_text_t *t, int enc, size_t offset);
+json_t *ddx_lsp_range(const ddx_lsp_text_t *t, int enc, size_t start, size_t end);
+json_t *ddx_lsp_line_range(const ddx_lsp_text_t *t, int enc, size_t line);
+/* Reads {line, character}; false when it is not one. */
+bool ddx_lsp_get_position(json_t *pos, size_t *line, size_t *character);
+ddx_lsp_doc_t *ddx_lsp_doc_find(ddx_lsp_server_t *s, const char *uri);
+void ddx_lsp_doc_free(ddx_lsp_doc_t *d);
+char *ddx_lsp_uri_to_path(const char *uri);
+char *ddx_lsp_path_to_uri(const char *path);
+const char *ddx_lsp_basename(const char *path);
+json_t *ddx_lsp_did_open(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+json_t *ddx_lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+json_t *ddx_lsp_did_close(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+json_t *ddx_lsp_did_save(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+
+/* lsp_diag.c: catalog, jobs, diagnostics, commands, settings */
+ddx_lsp_catalog_t *ddx_lsp_catalog_ref(ddx_lsp_catalog_t *c);
+void ddx_lsp_catalog_unref(ddx_lsp_catalog_t *c);
+int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap);
+void ddx_lsp_result_free(ddx_lsp_result_t *r);
+void ddx_lsp_schedule_scan(ddx_lsp_server_t *s, ddx_lsp_doc_t *d);
+void ddx_lsp_cancel_jobs(ddx_lsp_server_t *s);
+bool ddx_lsp_cancel_request(ddx_lsp_server_t *s, json_t *id);
+void ddx_lsp_progress_response(ddx_lsp_server_t *s, int64_t id, bool ok);
+void ddx_lsp_progress_tick(ddx_lsp_server_t *s);
+void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload);
+char *ddx_lsp_rule_href(const ddx_lsp_catalog_t *c, const ddx_rule_t *r);
+json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+json_t *ddx_lsp_did_change_configuration(ddx_lsp_server_t *s, json_t *params,
+                                         ddx_lsp_call_t *call);
+
+/* lsp_hover.c */
+json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+
+/* lsp_actions.c */
+json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path);
+
+/* lsp_config.c: the only file that calls the ds_config patcher
+ * (ddx/dsconfig.h); it degrades to "not available" when the build has no
+ * server/dsconfig.c yet. */
+typedef struct ddx_lsp_cfg ddx_lsp_cfg_t;
+bool ddx_lsp_cfg_available(void);
+/* Parses text; NULL with why filled when it is not plain JSON. */
+ddx_lsp_cfg_t *ddx_lsp_cfg_parse(const char *text, size_t len, char *why, size_t whycap);
+void ddx_lsp_cfg_free(ddx_lsp_cfg_t *c);
+bool ddx_lsp_cfg_is_deepspeed(const ddx_lsp_cfg_t *c);
+/* Plans one config_patches entry. Returns 0 and fills *edits (byte ranges +
+ * text, sorted) and *title, or -1 with why filled. */
+typedef struct ddx_lsp_edit {
+  size_t start, end;
+  char *text;
+} ddx_lsp_edit_t;
+int ddx_lsp_cfg_plan(const ddx_lsp_cfg_t *c, const char *patch_json, ddx_lsp_edit_t **edits,
+                     size_t *nedits, char **title, char *why, size_t whycap);
+void ddx_lsp_edits_free(ddx_lsp_edit_t *e, size_t n);
+/* The dotted key path ("zero_optimization.stage") of the key string that
+ * covers byte offset off in a JSON text, or NULL. Tolerant of bad JSON. */
+char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *kstart,
+                          size_t *kend);
+
+#endif
