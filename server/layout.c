@@ -2,11 +2,22 @@
 #define _GNU_SOURCE
 #include "ddx/layout.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
                                            "num_local_procs=", "dist_world_size="};
+
+void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
+  if (!host || !host[0] || l->seen_hosts > 1) return;
+  if (l->seen_hosts == 0) {
+    snprintf(l->first_host, sizeof l->first_host, "%s", host);
+    l->seen_hosts = 1;
+  } else if (strcmp(l->first_host, host)) {
+    l->seen_hosts = 2;
+  }
+}
 
 void ddx_layout_init(ddx_layout_t *l) {
   memset(l, 0, sizeof *l);
@@ -111,7 +122,10 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
   if (host && host[0]) {
     for (size_t i = 0; i < l->nhosts; i++)
       if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0) return l->hosts[i].base + local_rank;
-    return l->nnodes == 1 ? local_rank : -1;
+    /* One node, or a log that only ever names this one host (a single
+     * node's own log): its local ranks are the ranks the user sees. */
+    if (l->nnodes == 1 || (l->nnodes < 0 && l->seen_hosts == 1)) return local_rank;
+    return -1;
   }
   /* No host on the line: a single-node job (or an unknown layout, where
    * the local rank is the best guess the line offers). */

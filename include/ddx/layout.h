@@ -26,6 +26,8 @@ typedef struct ddx_layout {
   size_t nhosts;
   int32_t world_size; /* -1 unknown */
   int32_t nnodes;     /* -1 unknown */
+  char first_host[DDX_HOST_MAX]; /* the first host any candidate line named */
+  int seen_hosts;     /* 0, 1, or 2 meaning "more than one" */
 } ddx_layout_t;
 
 /* The literals of the lines ddx_layout_parse understands. */
@@ -35,8 +37,11 @@ extern const char *const ddx_layout_literals[];
 void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */
 void ddx_layout_parse(ddx_layout_t *l, const char *text, size_t len, const ddx_line_meta_t *meta);
+/* Records that a line named host (to tell single-host logs). */
+void ddx_layout_note_host(ddx_layout_t *l, const char *host);
 /* The global rank of (host, local rank), or -1 when the layout does not say.
- * With one node (or no host), the local rank is the global rank. */
+ * With one node, no host, or only one host ever named, the local rank is
+ * the global rank. */
 int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t local_rank);
 
 #endif

@@ -252,10 +252,15 @@ static void test_layout(const ddx_catalog_t *cat) {
                "node-b: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 21);
   done(&r);
-  /* A host without a layout: the global rank is unknown, not guessed. */
-  run(&r, cat, "node-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  /* Two hosts without a layout: the global rank is unknown, not guessed. */
+  run(&r, cat, "node-d: [default1]:step\nnode-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n"
+               "node-d: [default2]: Traceback (most recent call last):\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, -1);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
+  done(&r);
+  /* A log that only ever names one host is that node's own log. */
+  run(&r, cat, "node-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
   done(&r);
 }
 
