@@ -264,6 +264,42 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
   }
 }
 
+/* One paragraph a senior engineer would write: who failed first, with
+ * what, where; what followed only because of it; the first fix. */
+static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc, const style_t *st) {
+  const ddx_rule_t *r = inc->rule;
+  const ddx_hit_t *h = inc->hit;
+  ddx_sb_puts(b, st->bold);
+  if (inc->rank >= 0) ddx_sb_printf(b, "Rank %d", inc->rank);
+  else if (inc->local_rank >= 0) ddx_sb_printf(b, "Local rank %d", inc->local_rank);
+  else ddx_sb_puts(b, "The job");
+  bool show_local = inc->local_rank >= 0 && inc->rank >= 0 && inc->local_rank != inc->rank;
+  if (h->meta.host[0] || show_local) {
+    ddx_sb_puts(b, " (");
+    if (show_local) ddx_sb_printf(b, "local rank %d", inc->local_rank);
+    if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
+    ddx_sb_puts(b, ")");
+  }
+  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.", inc->rank_note ? " (inferred)" : "", st->reset, r->title,
+                input_name(d, h->input), (unsigned long long)h->line);
+  uint64_t ncoll = 0;
+  for (size_t i = 0; i < inc->ncollateral; i++) ncoll += inc->collateral[i].count;
+  if (ncoll) {
+    ddx_sb_puts(b, " Then, as a consequence:");
+    for (size_t i = 0; i < inc->ncollateral && i < 4; i++) {
+      const ddx_collateral_t *c = &inc->collateral[i];
+      char rs[96] = "";
+      ddx_rankset_format(&c->ranks, rs, sizeof rs);
+      ddx_sb_printf(b, "%s %s (%llu x%s%s)", i ? ";" : "", c->rule->id, (unsigned long long)c->count,
+                    rs[0] ? ", ranks " : "", rs);
+    }
+    if (inc->ncollateral > 4) ddx_sb_printf(b, "; and %zu more", inc->ncollateral - 4);
+    ddx_sb_puts(b, ".");
+  }
+  if (r->fix.n) ddx_sb_printf(b, " Fix first: %s", r->fix.v[0]);
+  ddx_sb_puts(b, "\n\n");
+}
+
 static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc, const style_t *st, bool primary) {
   const ddx_rule_t *r = inc->rule;
   const char *sc = inc->severity == DDX_SEV_ERROR ? st->red : inc->severity == DDX_SEV_WARNING ? st->yellow : st->cyan;
@@ -340,6 +376,7 @@ char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
     }
     if (i > 0 && !also) ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
     if (i > 0) also = true;
+    if (i == 0 && inc->severity == DDX_SEV_ERROR) put_headline(&b, d, inc, &st);
     put_incident_text(&b, d, inc, &st, i == 0);
   }
   ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim, (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines, d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
