@@ -252,6 +252,51 @@ static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
   if (e->severity > g->severity) g->severity = e->severity;
 }
 
+/* A process id seen with its rank on some line (torchrun's "failed
+ * (exitcode: -9) local_rank: 7 (pid: 123)"), to place events that only
+ * name the pid (the kernel's "Killed process 123", "Signal 9 received by
+ * PID 123"). */
+typedef struct pid_rank {
+  long pid;
+  int32_t rank, local_rank;
+} pid_rank_t;
+
+static long event_pid(const ddx_hit_t *h) {
+  static const char *const names[] = {"pid", "table_pid", "signal_pid", "killed_pid"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *v = ddx_hit_fact(h, names[i]);
+    if (v && *v) return strtol(v, NULL, 10);
+  }
+  return -1;
+}
+
+static void note_pid(ddx_vec_t *pids, const event_t *e) {
+  long pid = event_pid(e->hit);
+  if (pid <= 0 || (e->rank < 0 && e->local_rank < 0) || pids->len >= 65536) return;
+  pid_rank_t *p = ddx_vec_push(pids);
+  if (p) *p = (pid_rank_t){pid, e->rank, e->local_rank};
+}
+
+/* When the initiating event does not name its rank, other evidence of the
+ * same incident may: the same pid on a line that names the rank, or a
+ * single rank among all its events. */
+static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_vec_t *pids) {
+  if (inc->rank >= 0) return;
+  long pid = event_pid(inc->hit);
+  const pid_rank_t *pr = pids->data;
+  for (size_t i = 0; pid > 0 && i < pids->len; i++)
+    if (pr[i].pid == pid && pr[i].rank >= 0) {
+      inc->rank = pr[i].rank;
+      if (inc->local_rank < 0) inc->local_rank = pr[i].local_rank;
+      char note[160];
+      snprintf(note, sizeof note, "rank from process id %ld, which the launcher names as rank %d",
+               pid, pr[i].rank);
+      inc->rank_note = ddx_arena_strdup(&d->arena, note);
+      return;
+    }
+  if (inc->ranks.n == 1) inc->rank = inc->ranks.v[0];
+}
+
 static int incident_cmp(const void *pa, const void *pb) {
   const ddx_incident_t *a = pa, *b = pb;
   if ((a->severity == DDX_SEV_ERROR) != (b->severity == DDX_SEV_ERROR))
@@ -402,6 +447,9 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   }
 
+  ddx_vec_t pids; /* pid_rank_t: which process was which rank */
+  ddx_vec_init(&pids, sizeof(pid_rank_t));
+
   /* 1. One rule per line: the highest priority whose context and
    * conditions hold. Hits of one line are adjacent in the hit array. */
   for (size_t i = 0; i < s->hits.len;) {
@@ -428,6 +476,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       e.severity = sig_severity(r, e.sig);
       place_event(&e, s->layout);
       add_event(&aggs[r->index], r, &e);
+      note_pid(&pids, &e);
     }
     i = j;
   }
@@ -449,6 +498,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   ddx_incident_t *incs = ddx_arena_alloc(&d->arena, (n + 1) * sizeof *incs);
   if (!incs) {
     free(aggs);
+    ddx_vec_free(&pids);
     return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   }
   size_t m = 0;
@@ -491,8 +541,10 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
     }
     ddx_rankset_free(&g->min_seq_ranks);
+    place_incident(d, inc, &pids);
   }
   free(aggs);
+  ddx_vec_free(&pids);
   qsort(incs, m, sizeof *incs, incident_cmp);
 
   /* 2b. When only waiting ranks speak (collateral primary), the rank that

@@ -40,7 +40,8 @@ static ddx_catalog_t *make_catalog(void) {
   write_rule("t.watchdog", "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
                            "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught(?: SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}]");
   write_rule("t.kill9", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
-                        "\"signatures\": [{\"regex\": \"exitcode: -9\", \"literals\": [\"exitcode\"], \"fallback\": true}]");
+                        "\"signatures\": [{\"regex\": \"exitcode: -9\\\\)(?: local_rank: (?<local_rank>\\\\d+) \\\\(pid: (?<pid>\\\\d+))?\", \"literals\": [\"exitcode\"], \"fallback\": true}, "
+                        "{\"regex\": \"Killed process (?<pid>\\\\d+)\", \"literals\": [\"Killed process\"]}]");
   write_rule("t.generic", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 2, "
                           "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", \"literals\": [\"Error: \"]}]");
   write_rule("t.sigbus", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 91, "
@@ -202,6 +203,17 @@ static void test_roles(const ddx_catalog_t *cat) {
   run(&r, cat, "failed (exitcode: -9) local_rank: 1\n[Rank 0] Watchdog caught x\n");
   CHECK_EQ_STR(primary(&r), "t.kill9");
   CHECK(r.d.incidents[0].fallback);
+  done(&r);
+  /* The kernel's line names only a pid: the launcher's line with the same
+   * pid gives the rank. */
+  run(&r, cat, "failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary\n"
+               "failed (exitcode: -9) local_rank: 5 (pid: 4243) of binary\n"
+               "[Wed Nov 26 14:54:38 2025] Out of memory: Killed process 4243 (python)\n");
+  CHECK_EQ_STR(primary(&r), "t.kill9");
+  CHECK(!r.d.incidents[0].fallback);
+  CHECK_EQ_INT(r.d.incidents[0].hit->line, 3);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "4243"));
   done(&r);
   /* no-error trigger with anchor last: the last progress line of a hang. */
   run(&r, cat, "step=1\nstep=2\nstep=3\n");
