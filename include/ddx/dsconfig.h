@@ -31,7 +31,9 @@ typedef struct ddx_patch_plan {
 
 /* Parses text (not NUL-terminated necessarily). On refusal returns
  * DDX_EINVAL with err->msg saying why and where ("line 7, column 3: trailing
- * comma: ds_config.json must be plain JSON for a safe automatic edit"). */
+ * comma: ds_config.json must be plain JSON for a safe automatic edit");
+ * the column is 1-based and counts characters. Edit offsets everywhere in
+ * this module are bytes: the LSP layer converts them to its positions. */
 int ddx_dsconfig_parse(ddx_dsconfig_t **out, const char *text, size_t len, ddx_error_t *err);
 void ddx_dsconfig_free(ddx_dsconfig_t *c);
 
@@ -47,12 +49,16 @@ bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c);
  * the parsed config. Returns 0 and fills plan, or DDX_EINVAL with err->msg
  * giving the reason it is not offered (a precondition that fails, a value
  * that is "auto" and so owned by the HF Trainer, a non-numeric value to
- * multiply, ...). A patch whose operations change nothing is refused too. */
+ * multiply, ...). A patch whose operations change nothing is refused too.
+ * Refusal messages start with "precondition not met:", "already applied:"
+ * or "invalid patch:". An absent path passes "!=" and "not-auto" and fails
+ * every other precondition. */
 int ddx_dsconfig_plan(const ddx_dsconfig_t *c, const char *patch_json, ddx_patch_plan_t *plan,
                       ddx_error_t *err);
 void ddx_patch_plan_free(ddx_patch_plan_t *plan);
 
-/* Applies edits to text; returns the new malloc'd text (len in *out_len). */
+/* Applies edits to text; returns the new malloc'd text (len in *out_len),
+ * or NULL when the edits are unsorted, overlap or fall outside the text. */
 char *ddx_text_apply(const char *text, size_t len, const ddx_text_edit_t *edits, size_t n,
                      size_t *out_len);
 

@@ -1,0 +1,1320 @@
+/* dsconfig.c - ds_config.json: a strict JSON reader that keeps byte
+ * positions, style detection, and the quick-fix planner (see ddx/dsconfig.h).
+ *
+ * Why a reader of our own: jansson gives the values but not where they are,
+ * and an edit must touch only the bytes it changes so that the user's
+ * formatting, key order, line endings and final newline survive. jansson is
+ * used for the patch JSON (it comes from our rule files) and nothing else.
+ *
+ * The reader never looks past len (the text is copied without a NUL), its
+ * recursion is bounded by DSC_MAX_DEPTH, and it refuses, with a line and
+ * column, everything that is not RFC 8259 JSON: DeepSpeed reads the file with
+ * hjson, which accepts comments and more, but an automatic edit of such a
+ * file could not promise to keep them.
+ *
+ * Planning works on a working copy: each op is computed against a fresh
+ * parse of the text left by the ops before it (so later ops see earlier
+ * ones), and its one edit is folded into the list of edits against the
+ * original; at the end every edit is trimmed to the bytes that change.
+ *
+ * Paths are dot-separated keys: a key that itself contains a '.' cannot be
+ * addressed (no DeepSpeed key does), and paths never go into arrays. */
+#include "ddx/dsconfig.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DSC_MAX_DEPTH 64
+#define DSC_MAX_PATH 64
+#define DSC_NONE ((size_t)-1)
+#define DSC_PLAIN "ds_config.json must be plain JSON for a safe automatic edit"
+#define DSC_AUTO_OWNED "the HF Trainer sets it; change the matching TrainingArguments flag instead"
+
+typedef enum {
+  DSC_OBJECT,
+  DSC_ARRAY,
+  DSC_STRING,
+  DSC_NUMBER,
+  DSC_TRUE,
+  DSC_FALSE,
+  DSC_NULL
+} dsc_kind_t;
+
+/* A value; when it sits in an object it is also the member (key + value).
+ * The member's full span is [lead, comma + 1) when it has a comma (its
+ * leading whitespace starts at lead, right after the '{' or ','), else
+ * [lead, end) followed by whitespace and the closing brace. */
+typedef struct dsc_node dsc_node_t;
+struct dsc_node {
+  dsc_kind_t kind;
+  size_t start, end;         /* the value's bytes */
+  size_t lead;               /* first byte after the preceding '{', '[' or ',' */
+  size_t key_start, key_end; /* the quoted key, members only */
+  size_t comma;              /* the ',' after the value, or DSC_NONE */
+  const char *key, *str;     /* decoded key / string, NUL-terminated (may hold NULs) */
+  size_t key_len, str_len;
+  double num;
+  dsc_node_t *parent, *first, *last, *next, *prev;
+  size_t count;
+};
+
+/* How the file is written, so that inserted text looks like its neighbours. */
+typedef struct dsc_style {
+  const char *eol;  /* "\n" or "\r\n" */
+  bool multiline;   /* the top-level object spans lines */
+  char unit[16];    /* one indent level: "  ", "    ", "\t"; "" on one line */
+  char sep[9];      /* between a key and its value: ": " or ":" */
+  char comma_ws[9]; /* after a comma between inline members: " " or "" */
+} dsc_style_t;
+
+struct ddx_dsconfig {
+  char *text; /* our copy, not NUL-terminated */
+  size_t len;
+  ddx_arena_t arena; /* the nodes and decoded strings */
+  dsc_node_t *root;
+  dsc_style_t style;
+};
+
+/* ---- reader ---- */
+
+typedef struct dsc_parser {
+  const char *s;
+  size_t len, pos;
+  ddx_arena_t *arena;
+  ddx_error_t *err;
+} dsc_parser_t;
+
+static void dsc_line_col(const char *s, size_t len, size_t pos, size_t *line, size_t *col) {
+  *line = *col = 1;
+  for (size_t i = 0; i < pos && i < len; i++) {
+    if (s[i] == '\n')
+      *line += 1, *col = 1;
+    else if (((unsigned char)s[i] & 0xC0) != 0x80)
+      *col += 1; /* count characters */
+  }
+}
+
+static int dsc_fail(dsc_parser_t *p, size_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int dsc_fail(dsc_parser_t *p, size_t pos, const char *fmt, ...) {
+  char what[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  size_t line, col;
+  dsc_line_col(p->s, p->len, pos, &line, &col);
+  return ddx_error_set(p->err, DDX_EINVAL, "line %zu, column %zu: %s", line, col, what);
+}
+
+static int dsc_nomem(ddx_error_t *err) {
+  return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t dsc_utf8_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0], cp, min;
+  size_t k;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    k = 2, cp = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0)
+    k = 3, cp = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4)
+    k = 4, cp = c & 0x07, min = 0x10000;
+  else
+    return 0;
+  if (n < k) return 0;
+  for (size_t i = 1; i < k; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return k;
+}
+
+static bool dsc_is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+static bool dsc_is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int dsc_skip_ws(dsc_parser_t *p) {
+  while (p->pos < p->len) {
+    char c = p->s[p->pos];
+    if (dsc_is_space(c))
+      p->pos++;
+    else if (c == '#' || (c == '/' && p->pos + 1 < p->len &&
+                          (p->s[p->pos + 1] == '/' || p->s[p->pos + 1] == '*')))
+      return dsc_fail(p, p->pos,
+                      "a comment: comments are allowed by DeepSpeed's hjson reader but an "
+                      "automatic edit would need to keep them; edit this file by hand or "
+                      "remove the comments");
+    else
+      break;
+  }
+  return 0;
+}
+
+static bool dsc_hex4(const char *s, unsigned *out) {
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = s[i];
+    unsigned d = dsc_is_digit(c)          ? (unsigned)(c - '0')
+                 : (c >= 'a' && c <= 'f') ? (unsigned)(c - 'a' + 10)
+                 : (c >= 'A' && c <= 'F') ? (unsigned)(c - 'A' + 10)
+                                          : 16u;
+    if (d == 16) return false;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return true;
+}
+
+static size_t dsc_put_utf8(char *d, unsigned cp) {
+  if (cp < 0x80) return d[0] = (char)cp, 1;
+  if (cp < 0x800) return d[0] = (char)(0xC0 | cp >> 6), d[1] = (char)(0x80 | (cp & 0x3F)), 2;
+  if (cp < 0x10000) {
+    d[0] = (char)(0xE0 | cp >> 12), d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    d[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  d[0] = (char)(0xF0 | cp >> 18), d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), d[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* Reads the string at p->pos (its '"'). A first pass validates and finds the
+ * closing quote; the second decodes, knowing the escapes are well formed. */
+static int dsc_string(dsc_parser_t *p, const char **out, size_t *out_len) {
+  const char *s = p->s;
+  size_t open = p->pos, i = open + 1;
+  for (;;) {
+    if (i >= p->len) return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"') break;
+    if (c == '\\') {
+      char e = i + 1 < p->len ? s[i + 1] : 0;
+      unsigned u, lo;
+      if (e == 'u') {
+        if (i + 6 > p->len || !dsc_hex4(s + i + 2, &u))
+          return dsc_fail(p, i, "invalid \\u escape: %s", DSC_PLAIN);
+        if (u >= 0xDC00 && u <= 0xDFFF)
+          return dsc_fail(p, i, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
+        if (u >= 0xD800 && u <= 0xDBFF) {
+          if (i + 12 > p->len || s[i + 6] != '\\' || s[i + 7] != 'u' || !dsc_hex4(s + i + 8, &lo) ||
+              lo < 0xDC00 || lo > 0xDFFF)
+            return dsc_fail(p, i, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
+          i += 6;
+        }
+        i += 6;
+      } else if (e && strchr("\"\\/bfnrt", e)) {
+        i += 2;
+      } else if (i + 1 >= p->len) {
+        return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
+      } else {
+        return dsc_fail(p, i, "invalid escape in a string: %s", DSC_PLAIN);
+      }
+    } else if (c == '\n' || c == '\r') {
+      return dsc_fail(p, open, "unterminated string (a line break inside it): %s", DSC_PLAIN);
+    } else if (c < 0x20) {
+      return dsc_fail(p, i, "control character 0x%02x inside a string (write it as \\u%04x): %s", c,
+                      c, DSC_PLAIN);
+    } else if (c >= 0x80) {
+      size_t k = dsc_utf8_len((const unsigned char *)s + i, p->len - i);
+      if (!k) return dsc_fail(p, i, "invalid UTF-8 (byte 0x%02x): %s", c, DSC_PLAIN);
+      i += k;
+    } else {
+      i++;
+    }
+  }
+  size_t close = i, n = 0;
+  char *d = ddx_arena_alloc(p->arena, close - open); /* decoded is never longer */
+  if (!d) return dsc_nomem(p->err);
+  for (size_t j = open + 1; j < close;) {
+    if (s[j] != '\\') {
+      d[n++] = s[j++];
+      continue;
+    }
+    char e = s[j + 1];
+    static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+    const char *f = strchr(from, e);
+    if (e == 'u') {
+      unsigned u, lo;
+      dsc_hex4(s + j + 2, &u);
+      j += 6;
+      if (u >= 0xD800 && u <= 0xDBFF) {
+        dsc_hex4(s + j + 2, &lo);
+        u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+        j += 6;
+      }
+      n += dsc_put_utf8(d + n, u);
+      continue;
+    }
+    d[n++] = f ? to[f - from] : e;
+    j += 2;
+  }
+  d[n] = 0;
+  *out = d;
+  *out_len = n;
+  p->pos = close + 1;
+  return 0;
+}
+
+static bool dsc_word_at(const dsc_parser_t *p, size_t pos, const char *w) {
+  size_t n = strlen(w);
+  return pos <= p->len && p->len - pos >= n && !memcmp(p->s + pos, w, n);
+}
+
+/* Explains a byte that cannot start a value (or a key) at p->pos. */
+static int dsc_unexpected(dsc_parser_t *p, const char *wanted) {
+  if (p->pos >= p->len) return dsc_fail(p, p->pos, "unexpected end of file: %s", DSC_PLAIN);
+  unsigned char c = (unsigned char)p->s[p->pos];
+  if (dsc_word_at(p, p->pos, "NaN") || dsc_word_at(p, p->pos, "Infinity"))
+    return dsc_fail(p, p->pos, "NaN and Infinity are not JSON numbers: %s", DSC_PLAIN);
+  if (c == '\'')
+    return dsc_fail(p, p->pos, "single-quoted string: JSON strings use double quotes: %s",
+                    DSC_PLAIN);
+  if (c >= 0x80 && !dsc_utf8_len((const unsigned char *)p->s + p->pos, p->len - p->pos))
+    return dsc_fail(p, p->pos, "invalid UTF-8 (byte 0x%02x): %s", c, DSC_PLAIN);
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
+    size_t n = 0;
+    while (p->pos + n < p->len && n < 32 && ((p->s[p->pos + n] | 0x20) >= 'a') &&
+           ((p->s[p->pos + n] | 0x20) <= 'z'))
+      n++;
+    return dsc_fail(p, p->pos,
+                    "unexpected word '%.*s' where %s was expected (JSON has true, false and "
+                    "null; keys and strings need double quotes): %s",
+                    (int)n, p->s + p->pos, wanted, DSC_PLAIN);
+  }
+  if (c > 0x20 && c < 0x7F)
+    return dsc_fail(p, p->pos, "unexpected '%c' where %s was expected: %s", c, wanted, DSC_PLAIN);
+  return dsc_fail(p, p->pos, "unexpected byte 0x%02x where %s was expected: %s", c, wanted,
+                  DSC_PLAIN);
+}
+
+static int dsc_number(dsc_parser_t *p, dsc_node_t *n) {
+  const char *s = p->s;
+  size_t i = p->pos;
+  if (s[i] == '-') i++;
+  if (i < p->len && s[i] == 'I')
+    return dsc_fail(p, p->pos, "NaN and Infinity are not JSON numbers: %s", DSC_PLAIN);
+  if (i >= p->len || !dsc_is_digit(s[i]))
+    return dsc_fail(p, i, "a digit was expected in a number: %s", DSC_PLAIN);
+  if (s[i] == '0' && i + 1 < p->len && dsc_is_digit(s[i + 1]))
+    return dsc_fail(p, p->pos, "a number with a leading zero: %s", DSC_PLAIN);
+  while (i < p->len && dsc_is_digit(s[i]))
+    i++;
+  if (i < p->len && s[i] == '.') {
+    if (++i >= p->len || !dsc_is_digit(s[i]))
+      return dsc_fail(p, i, "a digit was expected after '.': %s", DSC_PLAIN);
+    while (i < p->len && dsc_is_digit(s[i]))
+      i++;
+  }
+  if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
+    if (++i < p->len && (s[i] == '+' || s[i] == '-')) i++;
+    if (i >= p->len || !dsc_is_digit(s[i]))
+      return dsc_fail(p, i, "a digit was expected in the exponent: %s", DSC_PLAIN);
+    while (i < p->len && dsc_is_digit(s[i]))
+      i++;
+  }
+  /* The grammar is checked, so strtod reads exactly these bytes (the engine
+   * never calls setlocale, so '.' is the decimal point). */
+  char *tmp = ddx_arena_strndup(p->arena, s + p->pos, i - p->pos);
+  if (!tmp) return dsc_nomem(p->err);
+  n->kind = DSC_NUMBER;
+  n->num = strtod(tmp, NULL);
+  if (isinf(n->num)) return dsc_fail(p, p->pos, "a number too large for a double: %s", DSC_PLAIN);
+  p->pos = i;
+  return 0;
+}
+
+static int dsc_container(dsc_parser_t *p, dsc_node_t *n, int depth);
+
+static int dsc_value(dsc_parser_t *p, dsc_node_t *n, int depth) {
+  if (p->pos >= p->len) return dsc_unexpected(p, "a value");
+  n->start = p->pos;
+  char c = p->s[p->pos];
+  int rc = 0;
+  if (c == '{' || c == '[') {
+    rc = dsc_container(p, n, depth + 1);
+  } else if (c == '"') {
+    n->kind = DSC_STRING;
+    rc = dsc_string(p, &n->str, &n->str_len);
+  } else if (c == '-' || dsc_is_digit(c)) {
+    rc = dsc_number(p, n);
+  } else {
+    static const char *const words[] = {"true", "false", "null"};
+    static const dsc_kind_t kinds[] = {DSC_TRUE, DSC_FALSE, DSC_NULL};
+    size_t w = 0;
+    while (w < 3 && !dsc_word_at(p, p->pos, words[w]))
+      w++;
+    if (w == 3) return dsc_unexpected(p, "a value");
+    n->kind = kinds[w];
+    p->pos += strlen(words[w]);
+  }
+  n->end = p->pos;
+  return rc;
+}
+
+static int dsc_key_cmp(const void *a, const void *b) {
+  const dsc_node_t *x = *(dsc_node_t *const *)a, *y = *(dsc_node_t *const *)b;
+  int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+  if (c) return c;
+  if (x->key_len != y->key_len) return x->key_len < y->key_len ? -1 : 1;
+  return x->key_start < y->key_start ? -1 : 1;
+}
+
+/* Sorting keeps this O(n log n) on a (fuzzed) object with many members. */
+static int dsc_check_duplicates(dsc_parser_t *p, const dsc_node_t *obj) {
+  if (obj->count < 2) return 0;
+  dsc_node_t **v = malloc(obj->count * sizeof *v);
+  if (!v) return dsc_nomem(p->err);
+  size_t n = 0;
+  for (dsc_node_t *m = obj->first; m; m = m->next)
+    v[n++] = m;
+  qsort(v, n, sizeof *v, dsc_key_cmp);
+  const dsc_node_t *dup = NULL, *first = NULL;
+  for (size_t i = 1; i < n; i++)
+    if (v[i]->key_len == v[i - 1]->key_len && !memcmp(v[i]->key, v[i - 1]->key, v[i]->key_len) &&
+        (!dup || v[i]->key_start < dup->key_start))
+      dup = v[i], first = v[i - 1];
+  free(v);
+  if (!dup) return 0;
+  size_t line, col, shown = dup->key_end - dup->key_start - 2;
+  if (shown > 60) { /* keep the message short, cut on a character boundary */
+    shown = 60;
+    while (shown && ((unsigned char)p->s[dup->key_start + 1 + shown] & 0xC0) == 0x80)
+      shown--;
+  }
+  dsc_line_col(p->s, p->len, first->key_start, &line, &col);
+  return dsc_fail(p, dup->key_start,
+                  "duplicate key \"%.*s\" (also at line %zu): DeepSpeed's hjson reader "
+                  "raises on duplicate keys; keep one of them",
+                  (int)shown, p->s + dup->key_start + 1, line);
+}
+
+/* An object or array; depth counts the containers open, this one included. */
+static int dsc_container(dsc_parser_t *p, dsc_node_t *n, int depth) {
+  bool obj = p->s[p->pos] == '{';
+  char close = obj ? '}' : ']';
+  const char *what = obj ? "object" : "array";
+  if (depth > DSC_MAX_DEPTH)
+    return dsc_fail(p, p->pos, "nesting deeper than %d levels: %s", DSC_MAX_DEPTH, DSC_PLAIN);
+  n->kind = obj ? DSC_OBJECT : DSC_ARRAY;
+  size_t open = p->pos++, lead = p->pos, comma = DSC_NONE;
+  int rc = dsc_skip_ws(p);
+  if (rc) return rc;
+  if (p->pos < p->len && p->s[p->pos] == close) {
+    p->pos++;
+    return 0;
+  }
+  for (;;) {
+    if (p->pos >= p->len)
+      return dsc_fail(p, open, "unterminated %s (no closing '%c'): %s", what, close, DSC_PLAIN);
+    if (comma != DSC_NONE && p->s[p->pos] == close)
+      return dsc_fail(p, comma, "trailing comma: %s", DSC_PLAIN);
+    dsc_node_t *m = ddx_arena_alloc(p->arena, sizeof *m);
+    if (!m) return dsc_nomem(p->err);
+    m->lead = lead;
+    m->comma = DSC_NONE;
+    m->parent = n;
+    if (obj) {
+      if (p->s[p->pos] != '"') return dsc_unexpected(p, "a double-quoted key");
+      m->key_start = p->pos;
+      if ((rc = dsc_string(p, &m->key, &m->key_len))) return rc;
+      m->key_end = p->pos;
+      if ((rc = dsc_skip_ws(p))) return rc;
+      if (p->pos >= p->len || p->s[p->pos] != ':') return dsc_unexpected(p, "':' after the key");
+      p->pos++;
+      if ((rc = dsc_skip_ws(p))) return rc;
+    }
+    if ((rc = dsc_value(p, m, depth))) return rc;
+    m->prev = n->last;
+    if (n->last)
+      n->last->next = m;
+    else
+      n->first = m;
+    n->last = m;
+    n->count++;
+    if ((rc = dsc_skip_ws(p))) return rc;
+    if (p->pos < p->len && p->s[p->pos] == ',') {
+      m->comma = comma = p->pos++;
+      lead = p->pos;
+      if ((rc = dsc_skip_ws(p))) return rc;
+      continue;
+    }
+    if (p->pos < p->len && p->s[p->pos] == close) break;
+    if (p->pos >= p->len)
+      return dsc_fail(p, open, "unterminated %s (no closing '%c'): %s", what, close, DSC_PLAIN);
+    char want[48];
+    snprintf(want, sizeof want, "',' or '%c'", close);
+    return dsc_unexpected(p, want);
+  }
+  p->pos++;
+  return obj ? dsc_check_duplicates(p, n) : 0;
+}
+
+static int dsc_parse_root(dsc_parser_t *p, dsc_node_t **root) {
+  if (p->len >= 3 && !memcmp(p->s, "\xEF\xBB\xBF", 3))
+    return dsc_fail(p, 0, "a UTF-8 byte-order mark: save the file as UTF-8 without BOM: %s",
+                    DSC_PLAIN);
+  int rc = dsc_skip_ws(p);
+  if (rc) return rc;
+  if (p->pos >= p->len)
+    return ddx_error_set(p->err, DDX_EINVAL,
+                         "the file is empty: a DeepSpeed config is a JSON object {...}");
+  char c = p->s[p->pos];
+  if (c != '{') {
+    const char *kind = c == '['                             ? "an array"
+                       : c == '"'                           ? "a string"
+                       : (c == '-' || dsc_is_digit(c))      ? "a number"
+                       : (c == 't' || c == 'f' || c == 'n') ? "a literal"
+                                                            : NULL;
+    if (!kind) return dsc_unexpected(p, "'{'");
+    return dsc_fail(p, p->pos,
+                    "the top level is %s, not an object: a DeepSpeed config is a "
+                    "JSON object {...}",
+                    kind);
+  }
+  *root = ddx_arena_alloc(p->arena, sizeof **root);
+  if (!*root) return dsc_nomem(p->err);
+  (*root)->comma = DSC_NONE;
+  if ((rc = dsc_value(p, *root, 0)) || (rc = dsc_skip_ws(p))) return rc;
+  if (p->pos < p->len)
+    return dsc_fail(p, p->pos, "unexpected text after the closing '}': %s", DSC_PLAIN);
+  return 0;
+}
+
+/* ---- layout and style ---- */
+
+static size_t dsc_line_start(const char *s, size_t pos) {
+  while (pos > 0 && s[pos - 1] != '\n')
+    pos--;
+  return pos;
+}
+
+/* Where a member (its key) or an array element starts. */
+static size_t dsc_item_start(const dsc_node_t *n) {
+  return n->parent && n->parent->kind == DSC_OBJECT ? n->key_start : n->start;
+}
+
+/* True when n starts a line of its own (only whitespace before it since the
+ * '{', '[' or ','); *line_start then gets the start of that line. */
+static bool dsc_own_line(const char *s, const dsc_node_t *n, size_t *line_start) {
+  for (size_t i = dsc_item_start(n); i > n->lead; i--)
+    if (s[i - 1] == '\n') {
+      if (line_start) *line_start = i;
+      return true;
+    }
+  return false;
+}
+
+/* Copies s[a, b) into dst when it is short, on one line and made of blanks
+ * (plus the ':' of a key separator when colon is set). */
+static bool dsc_copy_blank(char *dst, size_t cap, const char *s, size_t a, size_t b, bool colon) {
+  if (b < a || b - a >= cap) return false;
+  for (size_t i = a; i < b; i++)
+    if (s[i] != ' ' && s[i] != '\t' && !(colon && s[i] == ':')) return false;
+  memcpy(dst, s + a, b - a);
+  dst[b - a] = 0;
+  return true;
+}
+
+/* The blanks after the first comma that is followed by an item on the same
+ * line, depth first (the first inline pair in the file shows its style). */
+static bool dsc_find_comma_ws(const char *s, const dsc_node_t *n, char *dst, size_t cap) {
+  for (const dsc_node_t *m = n->first; m; m = m->next) {
+    if (m->next && !dsc_own_line(s, m->next, NULL) &&
+        dsc_copy_blank(dst, cap, s, m->comma + 1, dsc_item_start(m->next), false))
+      return true;
+    if (m->first && dsc_find_comma_ws(s, m, dst, cap)) return true;
+  }
+  return false;
+}
+
+/* The indentation of the line that holds pos: [*a, *b). */
+static void dsc_line_indent(const char *s, size_t pos, size_t *a, size_t *b) {
+  *a = *b = dsc_line_start(s, pos);
+  while (*b < pos && (s[*b] == ' ' || s[*b] == '\t'))
+    *b += 1;
+}
+
+/* One indent level seen in a nested block: its members' indentation minus
+ * that of the line holding its '{'. For files whose top level is at column 0. */
+static bool dsc_find_unit(const char *s, const dsc_node_t *n, char *dst, size_t cap) {
+  for (const dsc_node_t *m = n->first; m; m = m->next) {
+    size_t ls, a, b;
+    if (m->kind == DSC_OBJECT && m->first && dsc_own_line(s, m->first, &ls)) {
+      dsc_line_indent(s, m->start, &a, &b);
+      size_t outer = b - a, inner = m->first->key_start - ls;
+      if (inner > outer && !memcmp(s + a, s + ls, outer) &&
+          dsc_copy_blank(dst, cap, s, ls + outer, m->first->key_start, false))
+        return true;
+    }
+    if (m->first && dsc_find_unit(s, m, dst, cap)) return true;
+  }
+  return false;
+}
+
+static void dsc_detect_style(ddx_dsconfig_t *c) {
+  dsc_style_t *st = &c->style;
+  const char *s = c->text;
+  const dsc_node_t *root = c->root, *first = root->first;
+  const char *nl = memchr(s, '\n', c->len);
+  st->eol = nl && nl > s && nl[-1] == '\r' ? "\r\n" : "\n";
+  st->multiline = memchr(s + root->start, '\n', root->end - root->start) != NULL;
+  strcpy(st->sep, ": ");
+  if (first) dsc_copy_blank(st->sep, sizeof st->sep, s, first->key_end, first->start, true);
+  if (!dsc_find_comma_ws(s, root, st->comma_ws, sizeof st->comma_ws))
+    strcpy(st->comma_ws, strchr(st->sep, ' ') ? " " : "");
+  size_t ls;
+  st->unit[0] = 0;
+  if (first && dsc_own_line(s, first, &ls) && first->key_start > ls) {
+    /* the top level sits at one unit; a tab anywhere in it means tabs */
+    if (memchr(s + ls, '\t', first->key_start - ls))
+      strcpy(st->unit, "\t");
+    else
+      dsc_copy_blank(st->unit, sizeof st->unit, s, ls, first->key_start, false);
+  } else if (!dsc_find_unit(s, root, st->unit, sizeof st->unit) && st->multiline) {
+    strcpy(st->unit, "  ");
+  }
+}
+
+/* ---- public reader API ---- */
+
+int ddx_dsconfig_parse(ddx_dsconfig_t **out, const char *text, size_t len, ddx_error_t *err) {
+  *out = NULL;
+  if (!text && len) return ddx_error_set(err, DDX_EINVAL, "no text");
+  ddx_dsconfig_t *c = calloc(1, sizeof *c);
+  if (!c || !(c->text = malloc(len ? len : 1))) {
+    free(c);
+    return dsc_nomem(err);
+  }
+  if (len) memcpy(c->text, text, len);
+  c->len = len;
+  ddx_arena_init(&c->arena);
+  dsc_parser_t p = {c->text, len, 0, &c->arena, err};
+  int rc = dsc_parse_root(&p, &c->root);
+  if (rc) {
+    ddx_dsconfig_free(c);
+    return rc;
+  }
+  dsc_detect_style(c);
+  *out = c;
+  return 0;
+}
+
+void ddx_dsconfig_free(ddx_dsconfig_t *c) {
+  if (!c) return;
+  ddx_arena_free(&c->arena);
+  free(c->text);
+  free(c);
+}
+
+typedef struct dsc_path {
+  size_t n;
+  const char *part[DSC_MAX_PATH];
+  size_t len[DSC_MAX_PATH];
+} dsc_path_t;
+
+static bool dsc_path_split(const char *path, dsc_path_t *p) {
+  p->n = 0;
+  for (const char *s = path;;) {
+    const char *dot = strchr(s, '.');
+    size_t n = dot ? (size_t)(dot - s) : strlen(s);
+    if (!n || p->n == DSC_MAX_PATH) return false;
+    p->part[p->n] = s;
+    p->len[p->n++] = n;
+    if (!dot) return true;
+    s = dot + 1;
+  }
+}
+
+static const dsc_node_t *dsc_member(const dsc_node_t *obj, const char *key, size_t n) {
+  for (const dsc_node_t *m = obj->first; m; m = m->next)
+    if (m->key_len == n && !memcmp(m->key, key, n)) return m;
+  return NULL;
+}
+
+/* Follows p from the root. Returns the value or NULL; *found gets how many
+ * leading parts exist and *at the deepest node reached. */
+static const dsc_node_t *dsc_walk(const dsc_node_t *root, const dsc_path_t *p, size_t *found,
+                                  const dsc_node_t **at) {
+  const dsc_node_t *cur = root, *m;
+  size_t i = 0;
+  while (i < p->n && cur->kind == DSC_OBJECT && (m = dsc_member(cur, p->part[i], p->len[i])))
+    cur = m, i++;
+  *found = i;
+  *at = cur;
+  return i == p->n ? cur : NULL;
+}
+
+static const dsc_node_t *dsc_lookup(const ddx_dsconfig_t *c, const char *path) {
+  dsc_path_t p;
+  size_t found;
+  const dsc_node_t *at;
+  return dsc_path_split(path, &p) ? dsc_walk(c->root, &p, &found, &at) : NULL;
+}
+
+/* Compact JSON of a node: strings and numbers as written (valid JSON). */
+static void dsc_put_node(ddx_sb_t *b, const char *s, const dsc_node_t *n) {
+  if (n->kind != DSC_OBJECT && n->kind != DSC_ARRAY) {
+    ddx_sb_putn(b, s + n->start, n->end - n->start);
+    return;
+  }
+  ddx_sb_puts(b, n->kind == DSC_OBJECT ? "{" : "[");
+  for (const dsc_node_t *m = n->first; m; m = m->next) {
+    if (m != n->first) ddx_sb_puts(b, ",");
+    if (n->kind == DSC_OBJECT) {
+      ddx_sb_putn(b, s + m->key_start, m->key_end - m->key_start);
+      ddx_sb_puts(b, ":");
+    }
+    dsc_put_node(b, s, m);
+  }
+  ddx_sb_puts(b, n->kind == DSC_OBJECT ? "}" : "]");
+}
+
+bool ddx_dsconfig_get(const ddx_dsconfig_t *c, const char *path, char **json) {
+  if (json) *json = NULL;
+  const dsc_node_t *n = c && path ? dsc_lookup(c, path) : NULL;
+  if (!n) return false;
+  if (json) {
+    ddx_sb_t b;
+    ddx_sb_init(&b);
+    dsc_put_node(&b, c->text, n);
+    *json = ddx_sb_take(&b);
+  }
+  return true;
+}
+
+static bool dsc_is_str(const dsc_node_t *n, const char *s) {
+  return n && n->kind == DSC_STRING && n->str_len == strlen(s) && !memcmp(n->str, s, n->str_len);
+}
+
+static bool dsc_type_in(const dsc_node_t *n, const char *const *names) {
+  if (!n || n->kind != DSC_STRING) return false;
+  for (; *names; names++)
+    if (n->str_len == strlen(*names) && !strncasecmp(n->str, *names, n->str_len)) return true;
+  return false;
+}
+
+bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c) {
+  static const char *const keys[] = {"zero_optimization",
+                                     "train_micro_batch_size_per_gpu",
+                                     "train_batch_size",
+                                     "gradient_accumulation_steps",
+                                     "fp16",
+                                     "bf16",
+                                     "zero_allow_untested_optimizer"};
+  /* DeepSpeed's own names (compared case-insensitively, as it does). A bare
+   * optimizer "adam" is common elsewhere (AllenNLP...), so it also needs
+   * DeepSpeed's {"type", "params"} shape. */
+  static const char *const optimizers[] = {"adam",   "adamw",      "adagrad",     "lamb",
+                                           "lion",   "onebitadam", "zerooneadam", "onebitlamb",
+                                           "muadam", "muadamw",    "musgd",       NULL};
+  static const char *const schedulers[] = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR",
+                                           "OneCycle", "LRRangeTest",   NULL};
+  if (!c) return false;
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    if (dsc_member(c->root, keys[i], strlen(keys[i]))) return true;
+  const dsc_node_t *params = dsc_lookup(c, "optimizer.params");
+  if (params && params->kind == DSC_OBJECT &&
+      dsc_type_in(dsc_lookup(c, "optimizer.type"), optimizers))
+    return true;
+  return dsc_type_in(dsc_lookup(c, "scheduler.type"), schedulers);
+}
+
+/* ---- rendering new values in the file's style ---- */
+
+static void dsc_put_string(ddx_sb_t *b, const char *s, size_t n) {
+  ddx_sb_puts(b, "\"");
+  size_t run = 0; /* bytes copied as they are, flushed before each escape */
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    const char *esc = c == '"'    ? "\\\""
+                      : c == '\\' ? "\\\\"
+                      : c == '\n' ? "\\n"
+                      : c == '\r' ? "\\r"
+                      : c == '\t' ? "\\t"
+                                  : NULL;
+    if (!esc && c >= 0x20) continue;
+    ddx_sb_putn(b, s + run, i - run);
+    run = i + 1;
+    if (esc)
+      ddx_sb_puts(b, esc);
+    else
+      ddx_sb_printf(b, "\\u%04x", c);
+  }
+  ddx_sb_putn(b, s + run, n - run);
+  ddx_sb_puts(b, "\"");
+}
+
+/* Integral values print as integers (1e8 -> 100000000), others in the
+ * shortest form that reads back to the same double. */
+static void dsc_put_number(ddx_sb_t *b, double v) {
+  if (v == floor(v) && fabs(v) < 1e17) {
+    ddx_sb_printf(b, "%.0f", v == 0 ? 0.0 : v);
+    return;
+  }
+  char buf[40];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  ddx_sb_puts(b, buf);
+}
+
+/* Renders v. Objects go one member a line (indented one unit more than
+ * indent, closing at indent) when ml, else inline like arrays. */
+static void dsc_render(ddx_sb_t *b, json_t *v, const dsc_style_t *st, bool ml, const char *comma_ws,
+                       const char *indent) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: {
+    if (!json_object_size(v)) {
+      ddx_sb_puts(b, "{}");
+      break;
+    }
+    ddx_sb_t inner;
+    ddx_sb_init(&inner);
+    ddx_sb_puts(&inner, indent);
+    ddx_sb_puts(&inner, st->unit);
+    const char *key;
+    json_t *x;
+    bool first = true;
+    ddx_sb_puts(b, "{");
+    json_object_foreach(v, key, x) {
+      if (!first) ddx_sb_puts(b, ",");
+      if (ml)
+        ddx_sb_puts(b, st->eol), ddx_sb_puts(b, inner.s);
+      else if (!first)
+        ddx_sb_puts(b, comma_ws);
+      dsc_put_string(b, key, strlen(key));
+      ddx_sb_puts(b, st->sep);
+      dsc_render(b, x, st, ml, comma_ws, inner.s);
+      first = false;
+    }
+    if (ml) ddx_sb_puts(b, st->eol), ddx_sb_puts(b, indent);
+    ddx_sb_puts(b, "}");
+    ddx_sb_free(&inner);
+    break;
+  }
+  case JSON_ARRAY:
+    ddx_sb_puts(b, "[");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+      if (i) ddx_sb_puts(b, ","), ddx_sb_puts(b, comma_ws);
+      dsc_render(b, json_array_get(v, i), st, false, comma_ws, indent);
+    }
+    ddx_sb_puts(b, "]");
+    break;
+  case JSON_STRING:
+    dsc_put_string(b, json_string_value(v), json_string_length(v));
+    break;
+  case JSON_INTEGER:
+    ddx_sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    break;
+  case JSON_REAL:
+    dsc_put_number(b, json_real_value(v));
+    break;
+  default:
+    ddx_sb_puts(b, json_is_true(v) ? "true" : json_is_false(v) ? "false" : "null");
+  }
+}
+
+/* Semantic equality: numbers by value (1 == 1.0), objects ignoring order. */
+static bool dsc_equal(const dsc_node_t *n, json_t *v) {
+  switch (n->kind) {
+  case DSC_OBJECT:
+    if (!json_is_object(v) || json_object_size(v) != n->count) return false;
+    for (const dsc_node_t *m = n->first; m; m = m->next) {
+      json_t *x = json_object_getn(v, m->key, m->key_len);
+      if (!x || !dsc_equal(m, x)) return false;
+    }
+    return true;
+  case DSC_ARRAY: {
+    if (!json_is_array(v) || json_array_size(v) != n->count) return false;
+    size_t i = 0;
+    for (const dsc_node_t *m = n->first; m; m = m->next)
+      if (!dsc_equal(m, json_array_get(v, i++))) return false;
+    return true;
+  }
+  case DSC_STRING:
+    return json_is_string(v) && json_string_length(v) == n->str_len &&
+           !memcmp(json_string_value(v), n->str, n->str_len);
+  case DSC_NUMBER:
+    return json_is_number(v) && json_number_value(v) == n->num;
+  case DSC_TRUE:
+    return json_is_true(v);
+  case DSC_FALSE:
+    return json_is_false(v);
+  default:
+    return json_is_null(v);
+  }
+}
+
+/* A short description of a value for messages: its text, cut at 40 bytes. */
+static void dsc_describe(const ddx_dsconfig_t *c, const dsc_node_t *n, char *buf, size_t cap) {
+  if (!n)
+    snprintf(buf, cap, "absent");
+  else if (n->kind == DSC_OBJECT)
+    snprintf(buf, cap, "an object");
+  else if (n->kind == DSC_ARRAY)
+    snprintf(buf, cap, "an array");
+  else {
+    size_t len = n->end - n->start, shown = len > 40 ? 40 : len;
+    while (shown < len && shown && ((unsigned char)c->text[n->start + shown] & 0xC0) == 0x80)
+      shown--;
+    snprintf(buf, cap, "%.*s%s", (int)shown, c->text + n->start, shown < len ? "..." : "");
+  }
+}
+
+/* ---- edits ---- */
+
+char *ddx_text_apply(const char *text, size_t len, const ddx_text_edit_t *edits, size_t n,
+                     size_t *out_len) {
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  size_t pos = 0;
+  for (size_t i = 0; i < n; i++) {
+    const ddx_text_edit_t *e = &edits[i];
+    if (e->start < pos || e->end < e->start || e->end > len) { /* not sorted and disjoint */
+      ddx_sb_free(&b);
+      return NULL;
+    }
+    ddx_sb_putn(&b, text + pos, e->start - pos);
+    ddx_sb_puts(&b, e->text ? e->text : "");
+    pos = e->end;
+  }
+  ddx_sb_putn(&b, text + pos, len - pos);
+  if (out_len) *out_len = b.len;
+  return ddx_sb_take(&b);
+}
+
+void ddx_patch_plan_free(ddx_patch_plan_t *plan) {
+  if (!plan) return;
+  for (size_t i = 0; i < plan->nedits; i++)
+    free(plan->edits[i].text);
+  free(plan->edits);
+  free(plan->title);
+  memset(plan, 0, sizeof *plan);
+}
+
+/* Folds an edit [ws, we) -> t of the working text cur (the original with
+ * edits applied) into edits, which stay sorted, disjoint and against the
+ * original: the edits it overlaps or touches merge with it into one. */
+static int dsc_compose(ddx_vec_t *edits, const char *cur, size_t ws, size_t we, const char *t) {
+  ddx_text_edit_t *e = edits->data;
+  size_t n = edits->len, a = 0;
+  long long delta = 0; /* working offset minus original offset, before edit a */
+  while (a < n && (long long)(e[a].start + strlen(e[a].text)) + delta < (long long)ws) {
+    delta += (long long)strlen(e[a].text) - (long long)(e[a].end - e[a].start);
+    a++;
+  }
+  size_t b = a, w0 = ws, w1 = we, o0 = (size_t)((long long)ws - delta), o1;
+  long long d = delta;
+  if (b < n && (long long)e[b].start + d <= (long long)we) {
+    if ((long long)e[a].start + delta < (long long)ws)
+      w0 = (size_t)((long long)e[a].start + delta), o0 = e[a].start;
+    size_t wend = 0;
+    for (; b < n && (long long)e[b].start + d <= (long long)we; b++) {
+      size_t tl = strlen(e[b].text);
+      wend = (size_t)((long long)e[b].start + d) + tl;
+      d += (long long)tl - (long long)(e[b].end - e[b].start);
+    }
+    if (wend > we)
+      w1 = wend, o1 = e[b - 1].end;
+    else
+      o1 = (size_t)((long long)we - d);
+  } else {
+    o1 = (size_t)((long long)we - delta);
+  }
+  ddx_sb_t s;
+  ddx_sb_init(&s);
+  ddx_sb_putn(&s, cur + w0, ws - w0);
+  ddx_sb_puts(&s, t);
+  ddx_sb_putn(&s, cur + we, w1 - we);
+  char *text = ddx_sb_take(&s);
+  if (!text || (b == a && !ddx_vec_push(edits))) {
+    free(text);
+    return -1;
+  }
+  e = edits->data;
+  for (size_t i = a; i < b; i++)
+    free(e[i].text);
+  if (b == a)
+    memmove(e + a + 1, e + a, (edits->len - 1 - a) * sizeof *e);
+  else
+    memmove(e + a + 1, e + b, (n - b) * sizeof *e), edits->len -= b - a - 1;
+  e[a] = (ddx_text_edit_t){o0, o1, text};
+  return 0;
+}
+
+static bool dsc_is_cont(const char *s, size_t len, size_t i) {
+  return i < len && ((unsigned char)s[i] & 0xC0) == 0x80;
+}
+
+/* Shrinks an edit to the bytes that change, on character boundaries (the
+ * editor counts UTF-16 units, so an edit must not split a character). */
+static void dsc_trim(const char *orig, size_t len, ddx_text_edit_t *e) {
+  size_t tl = strlen(e->text), ol = e->end - e->start, p = 0, q = 0;
+  while (p < tl && p < ol && orig[e->start + p] == e->text[p])
+    p++;
+  while (p > 0 && dsc_is_cont(orig, len, e->start + p))
+    p--;
+  while (q < tl - p && q < ol - p && orig[e->end - 1 - q] == e->text[tl - 1 - q])
+    q++;
+  while (q > 0 && dsc_is_cont(orig, len, e->end - q))
+    q--;
+  memmove(e->text, e->text + p, tl - p - q);
+  e->text[tl - p - q] = 0;
+  e->start += p;
+  e->end -= q;
+}
+
+/* ---- the planner ---- */
+
+#define DSC_NOCHANGE 1 /* an op's result when the config already has it */
+
+typedef struct dsc_plan {
+  const ddx_dsconfig_t *orig;
+  ddx_dsconfig_t *work; /* the text after the ops so far; NULL before the first edit */
+  ddx_vec_t edits;      /* ddx_text_edit_t against orig: sorted, disjoint */
+  ddx_error_t *err;
+} dsc_plan_t;
+
+static const ddx_dsconfig_t *dsc_cur(const dsc_plan_t *pl) {
+  return pl->work ? pl->work : pl->orig;
+}
+
+/* Records one edit of the working text and re-parses the result, so that
+ * the next op sees it and a broken edit can never reach the user. */
+static int dsc_commit(dsc_plan_t *pl, size_t ws, size_t we, const char *text) {
+  const ddx_dsconfig_t *cur = dsc_cur(pl);
+  if (!text || dsc_compose(&pl->edits, cur->text, ws, we, text)) return dsc_nomem(pl->err);
+  ddx_text_edit_t one = {ws, we, (char *)text};
+  size_t len;
+  char *next_text = ddx_text_apply(cur->text, cur->len, &one, 1, &len);
+  if (!next_text) return dsc_nomem(pl->err);
+  ddx_dsconfig_t *next;
+  ddx_error_t perr = {0};
+  int rc = ddx_dsconfig_parse(&next, next_text, len, &perr);
+  free(next_text);
+  if (rc)
+    return ddx_error_set(pl->err, rc,
+                         "internal error: the planned edit does not parse (%s); please report it",
+                         perr.msg);
+  next->style = pl->orig->style; /* keep the original's style, whatever we inserted */
+  ddx_dsconfig_free(pl->work);
+  pl->work = next;
+  return 0;
+}
+
+/* How obj's members are laid out: on lines of their own (true; *indent gets
+ * their indentation) or inline. An empty object is multi-line when its
+ * parent is (the file, for the top level) and indents its members one unit
+ * more than the line holding its '{'. */
+static bool dsc_layout(const ddx_dsconfig_t *c, const dsc_node_t *obj, ddx_sb_t *indent) {
+  const char *s = c->text;
+  size_t ls, a, b;
+  ddx_sb_puts(indent, "");
+  if (obj->first) {
+    if (!dsc_own_line(s, obj->first, &ls)) return false;
+    ddx_sb_putn(indent, s + ls, obj->first->key_start - ls);
+    return true;
+  }
+  dsc_line_indent(s, obj->start, &a, &b);
+  ddx_sb_putn(indent, s + a, b - a);
+  ddx_sb_puts(indent, c->style.unit);
+  if (memchr(s + obj->start, '\n', obj->end - obj->start)) return true;
+  return obj->parent ? dsc_own_line(s, obj->parent->first, NULL) : c->style.multiline;
+}
+
+/* The blanks after a comma in the inline object obj: its own, else the file's. */
+static const char *dsc_comma_ws(const ddx_dsconfig_t *c, const dsc_node_t *obj, char buf[9]) {
+  const dsc_node_t *m = obj->first;
+  if (m && m->next && !dsc_own_line(c->text, m->next, NULL) &&
+      dsc_copy_blank(buf, 9, c->text, m->comma + 1, m->next->key_start, false))
+    return buf;
+  return c->style.comma_ws;
+}
+
+/* Adds "key": v at the end of obj, laid out like obj's other members. */
+static int dsc_insert(dsc_plan_t *pl, const dsc_node_t *obj, const char *key, size_t klen,
+                      json_t *v) {
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  const dsc_style_t *st = &c->style;
+  ddx_sb_t ind, t;
+  ddx_sb_init(&ind);
+  ddx_sb_init(&t);
+  char cws[9];
+  bool ml = dsc_layout(c, obj, &ind);
+  size_t ws = obj->start + 1, we = obj->end - 1; /* inside the braces of an empty object */
+  if (obj->last) {
+    ws = we = obj->last->end;
+    ddx_sb_puts(&t, ",");
+    if (!ml) ddx_sb_puts(&t, dsc_comma_ws(c, obj, cws));
+  }
+  if (ml) ddx_sb_puts(&t, st->eol), ddx_sb_puts(&t, ind.s);
+  dsc_put_string(&t, key, klen);
+  ddx_sb_puts(&t, st->sep);
+  dsc_render(&t, v, st, ml, dsc_comma_ws(c, obj, cws), ind.s);
+  if (!obj->last && ml) { /* the '}' goes back to the indentation of its '{' line */
+    ddx_sb_puts(&t, st->eol);
+    ddx_sb_putn(&t, ind.s, ind.len - strlen(st->unit));
+  }
+  int rc = dsc_commit(pl, ws, we, t.s);
+  ddx_sb_free(&ind);
+  ddx_sb_free(&t);
+  return rc;
+}
+
+/* The path's first parts, up to and including part i, for messages. */
+static int dsc_prefix_len(const char *path, const dsc_path_t *p, size_t i) {
+  return (int)(p->part[i] + p->len[i] - path);
+}
+
+static int dsc_op_set(dsc_plan_t *pl, const char *path, const dsc_path_t *p, json_t *value) {
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  size_t found;
+  const dsc_node_t *at, *n = dsc_walk(c->root, p, &found, &at);
+  if (n) {
+    if (dsc_equal(n, value)) return DSC_NOCHANGE;
+    ddx_sb_t ind, t;
+    ddx_sb_init(&ind);
+    ddx_sb_init(&t);
+    char cws[9];
+    bool ml = dsc_layout(c, n->parent, &ind);
+    dsc_render(&t, value, &c->style, ml, dsc_comma_ws(c, n->parent, cws), ind.s);
+    int rc = dsc_commit(pl, n->start, n->end, t.s);
+    ddx_sb_free(&ind);
+    ddx_sb_free(&t);
+    return rc;
+  }
+  if (at->kind != DSC_OBJECT) {
+    char is[64];
+    dsc_describe(c, at, is, sizeof is);
+    return ddx_error_set(pl->err, DDX_EINVAL, "cannot set %s: %.*s is %s, not an object", path,
+                         dsc_prefix_len(path, p, found - 1), path, is);
+  }
+  /* missing intermediate objects are created around the value */
+  json_t *v = json_incref(value);
+  for (size_t i = p->n - 1; v && i > found; i--) {
+    json_t *o = json_object();
+    if (!o)
+      json_decref(v);
+    else if (json_object_setn_new(o, p->part[i], p->len[i], v)) /* takes v even on failure */
+      json_decref(o), o = NULL;
+    v = o;
+  }
+  if (!v) return dsc_nomem(pl->err);
+  int rc = dsc_insert(pl, at, p->part[found], p->len[found], v);
+  json_decref(v);
+  return rc;
+}
+
+/* Deletes a member with its comma, and its own line when it has one, so no
+ * blank line or dangling comma is left. An absent member is no change. */
+static int dsc_op_remove(dsc_plan_t *pl, const dsc_path_t *p) {
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  size_t found, a, b;
+  const dsc_node_t *at, *n = dsc_walk(c->root, p, &found, &at);
+  if (!n) return DSC_NOCHANGE;
+  if (n->next) { /* up to the next member: its line, or just its key */
+    if (!dsc_own_line(c->text, n, &a) || !dsc_own_line(c->text, n->next, &b))
+      a = n->key_start, b = n->next->key_start;
+  } else if (n->prev) { /* the last one: from the end of the previous value, its comma too */
+    a = n->prev->end, b = n->end;
+  } else { /* the only one: the object becomes {} */
+    a = n->parent->start + 1, b = n->parent->end - 1;
+  }
+  return dsc_commit(pl, a, b, "");
+}
+
+/* Renames in place; "to" is the new key or a full path in the same object. */
+static int dsc_op_rename(dsc_plan_t *pl, const char *path, const dsc_path_t *p, const char *to) {
+  dsc_path_t tp;
+  if (!dsc_path_split(to, &tp))
+    return ddx_error_set(pl->err, DDX_EINVAL, "invalid patch: bad rename target \"%s\"", to);
+  bool same_object = tp.n == 1 || tp.n == p->n;
+  for (size_t i = 0; same_object && tp.n > 1 && i + 1 < tp.n; i++)
+    same_object = tp.len[i] == p->len[i] && !memcmp(tp.part[i], p->part[i], tp.len[i]);
+  if (!same_object)
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "cannot rename %s to %s: the new key must be in the same object", path,
+                         to);
+  const char *name = tp.part[tp.n - 1];
+  size_t nlen = tp.len[tp.n - 1], found;
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  const dsc_node_t *at, *n = dsc_walk(c->root, p, &found, &at);
+  if (!n) return DSC_NOCHANGE;
+  const dsc_node_t *clash = dsc_member(n->parent, name, nlen);
+  if (clash == n) return DSC_NOCHANGE;
+  if (clash)
+    return ddx_error_set(pl->err, DDX_EINVAL, "cannot rename %s to %s: %.*s already exists", path,
+                         to, (int)nlen, name);
+  ddx_sb_t t;
+  ddx_sb_init(&t);
+  dsc_put_string(&t, name, nlen);
+  int rc = dsc_commit(pl, n->key_start, n->key_end, t.s);
+  ddx_sb_free(&t);
+  return rc;
+}
+
+static int dsc_op_multiply(dsc_plan_t *pl, const char *path, const dsc_path_t *p, double factor,
+                           json_t *min) {
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  size_t found;
+  const dsc_node_t *at, *n = dsc_walk(c->root, p, &found, &at);
+  char is[64];
+  dsc_describe(c, n, is, sizeof is);
+  if (!n) return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is absent", path);
+  if (dsc_is_str(n, "auto"))
+    return ddx_error_set(pl->err, DDX_EINVAL, "%s: value is \"auto\": %s", path, DSC_AUTO_OWNED);
+  if (n->kind != DSC_NUMBER)
+    return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is %s, not a number", path,
+                         is);
+  double r = floor(n->num * factor);
+  if (min && r < json_number_value(min)) r = json_number_value(min);
+  if (!isfinite(r))
+    return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: the result is out of range",
+                         path);
+  if (r == n->num) return DSC_NOCHANGE;
+  ddx_sb_t t;
+  ddx_sb_init(&t);
+  dsc_put_number(&t, r);
+  int rc = dsc_commit(pl, n->start, n->end, t.s);
+  ddx_sb_free(&t);
+  return rc;
+}
+
+static int dsc_bad_patch(ddx_error_t *err, const char *what, size_t i) {
+  return ddx_error_set(err, DDX_EINVAL, "invalid patch: %s %zu: %s", what, i,
+                       "see rules/README.md, config_patches");
+}
+
+/* A precondition that fails names the path, the test and the value found. */
+static int dsc_precondition(const ddx_dsconfig_t *c, size_t i, json_t *pre, ddx_error_t *err) {
+  static const char *const cmps[] = {"==", "!=", "<", "<=", ">", ">="};
+  const char *path = json_string_value(json_object_get(pre, "path"));
+  const char *op = json_string_value(json_object_get(pre, "op"));
+  json_t *value = json_object_get(pre, "value");
+  dsc_path_t p;
+  if (!path || !op || !dsc_path_split(path, &p)) return dsc_bad_patch(err, "precondition", i);
+  size_t found, k = 0;
+  const dsc_node_t *at, *n = dsc_walk(c->root, &p, &found, &at);
+  char is[64];
+  dsc_describe(c, n, is, sizeof is);
+  if (!strcmp(op, "exists"))
+    return n ? 0 : ddx_error_set(err, DDX_EINVAL, "precondition not met: %s is absent", path);
+  if (!strcmp(op, "absent"))
+    return !n ? 0
+              : ddx_error_set(err, DDX_EINVAL, "precondition not met: %s is already set (%s)", path,
+                              is);
+  if (!strcmp(op, "not-auto"))
+    return !dsc_is_str(n, "auto")
+               ? 0
+               : ddx_error_set(err, DDX_EINVAL, "precondition not met: %s is \"auto\": %s", path,
+                               DSC_AUTO_OWNED);
+  while (k < 6 && strcmp(op, cmps[k]))
+    k++;
+  if (k == 6 || !value) return dsc_bad_patch(err, "precondition", i);
+  bool ok;
+  if (k < 2) { /* an absent value is != anything: "load_universal != true" holds when unset */
+    ok = (n && dsc_equal(n, value)) == (k == 0);
+  } else if (!n || n->kind != DSC_NUMBER || !json_is_number(value)) {
+    ok = false;
+  } else {
+    double a = n->num, b = json_number_value(value);
+    ok = k == 2 ? a < b : k == 3 ? a <= b : k == 4 ? a > b : a >= b;
+  }
+  if (ok) return 0;
+  ddx_sb_t want;
+  ddx_sb_init(&want);
+  dsc_render(&want, value, &c->style, false, " ", "");
+  int rc = ddx_error_set(err, DDX_EINVAL, "precondition not met: %s %s %.60s (it is %s)", path, op,
+                         want.s ? want.s : "", is);
+  ddx_sb_free(&want);
+  return rc;
+}
+
+static int dsc_op(dsc_plan_t *pl, size_t i, json_t *op) {
+  const char *kind = json_string_value(json_object_get(op, "op"));
+  const char *path = json_string_value(json_object_get(op, "path"));
+  json_t *value = json_object_get(op, "value"), *factor = json_object_get(op, "factor");
+  json_t *min = json_object_get(op, "min");
+  const char *to = json_string_value(json_object_get(op, "to"));
+  dsc_path_t p;
+  if (!kind || !path || !dsc_path_split(path, &p)) return dsc_bad_patch(pl->err, "op", i);
+  if (!strcmp(kind, "set") && value) return dsc_op_set(pl, path, &p, value);
+  if (!strcmp(kind, "remove")) return dsc_op_remove(pl, &p);
+  if (!strcmp(kind, "rename") && to) return dsc_op_rename(pl, path, &p, to);
+  if (!strcmp(kind, "multiply") && json_is_number(factor) && (!min || json_is_number(min)))
+    return dsc_op_multiply(pl, path, &p, json_number_value(factor), min);
+  return dsc_bad_patch(pl->err, "op", i);
+}
+
+static int dsc_plan_patch(dsc_plan_t *pl, json_t *patch, ddx_patch_plan_t *plan) {
+  json_t *pres = json_object_get(patch, "preconditions"), *ops = json_object_get(patch, "ops");
+  const char *title = json_string_value(json_object_get(patch, "title"));
+  size_t i;
+  json_t *x;
+  if (!json_is_object(patch) || !json_is_array(ops) || !json_array_size(ops) ||
+      (pres && !json_is_array(pres)))
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "invalid patch: expected {id, title, preconditions?, ops: [...]}");
+  json_array_foreach(pres, i, x) {
+    int rc = dsc_precondition(pl->orig, i, x, pl->err);
+    if (rc) return rc;
+  }
+  json_array_foreach(ops, i, x) {
+    int rc = dsc_op(pl, i, x);
+    if (rc < 0) return rc;
+  }
+  /* keep only the bytes that change; ops that undo each other leave nothing */
+  ddx_text_edit_t *e = pl->edits.data;
+  size_t n = 0;
+  for (i = 0; i < pl->edits.len; i++) {
+    dsc_trim(pl->orig->text, pl->orig->len, &e[i]);
+    if (e[i].start == e[i].end && !e[i].text[0])
+      free(e[i].text);
+    else
+      e[n++] = e[i];
+  }
+  pl->edits.len = n;
+  if (!n)
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "already applied: the config already has what this fix would set");
+  if (!(plan->title = strdup(title ? title : ""))) return dsc_nomem(pl->err);
+  plan->edits = e;
+  plan->nedits = n;
+  ddx_vec_init(&pl->edits, sizeof *e); /* the plan owns them now */
+  return 0;
+}
+
+int ddx_dsconfig_plan(const ddx_dsconfig_t *c, const char *patch_json, ddx_patch_plan_t *plan,
+                      ddx_error_t *err) {
+  memset(plan, 0, sizeof *plan);
+  if (!c || !patch_json) return ddx_error_set(err, DDX_EINVAL, "no config or no patch");
+  json_error_t je;
+  json_t *patch = json_loads(patch_json, JSON_REJECT_DUPLICATES, &je);
+  if (!patch) return ddx_error_set(err, DDX_EINVAL, "invalid patch: %s", je.text);
+  dsc_plan_t pl = {.orig = c, .err = err};
+  ddx_vec_init(&pl.edits, sizeof(ddx_text_edit_t));
+  int rc = dsc_plan_patch(&pl, patch, plan);
+  for (size_t i = 0; i < pl.edits.len; i++)
+    free(DDX_VEC_AT(&pl.edits, ddx_text_edit_t, i).text);
+  ddx_vec_free(&pl.edits);
+  ddx_dsconfig_free(pl.work);
+  json_decref(patch);
+  if (rc) ddx_patch_plan_free(plan);
+  return rc;
+}
