@@ -277,24 +277,92 @@ static void note_pid(ddx_vec_t *pids, const event_t *e) {
   if (p) *p = (pid_rank_t){pid, e->rank, e->local_rank};
 }
 
+/* A launcher record spread over adjacent lines (torchrun's table entry:
+ * "rank : 27 (local_rank: 3)" then "exitcode : -9 (pid: 3156327)") ties a
+ * pid to a rank. recent[] holds the last few events, newest last. */
+#define RECENT 4
+#define RECORD_SPAN 3
+static void note_record(ddx_vec_t *pids, const event_t *recent, size_t nrecent, const event_t *e) {
+  long pid = event_pid(e->hit);
+  bool has_rank = ddx_hit_fact(e->hit, "rank") != NULL;
+  for (size_t i = 0; i < nrecent; i++) {
+    const event_t *o = &recent[i];
+    if (o->hit->input != e->hit->input || e->hit->line - o->hit->line > RECORD_SPAN ||
+        strcmp(o->hit->meta.host, e->hit->meta.host))
+      continue;
+    long opid = event_pid(o->hit);
+    bool o_rank = ddx_hit_fact(o->hit, "rank") != NULL;
+    const event_t *ranked = NULL;
+    long jpid = -1;
+    if (pid > 0 && !has_rank && o_rank && opid <= 0) ranked = o, jpid = pid;
+    else if (opid > 0 && !o_rank && has_rank && pid <= 0) ranked = e, jpid = opid;
+    if (ranked && pids->len < 65536) {
+      pid_rank_t *p = ddx_vec_push(pids);
+      if (p) *p = (pid_rank_t){jpid, ranked->rank, ranked->local_rank};
+    }
+  }
+}
+
+/* A line that names both a global and a local rank (torchrun's table:
+ * "rank : 27 (local_rank: 3)") tells how that node numbers its ranks. */
+typedef struct rank_pair {
+  int32_t rank, local_rank;
+  char host[DDX_HOST_MAX];
+} rank_pair_t;
+
+static void note_pair(ddx_vec_t *pairs, const event_t *e) {
+  const ddx_hit_t *h = e->hit;
+  int32_t g = h->meta.rank >= 0 ? h->meta.rank : parse_int(ddx_hit_fact(h, "rank"));
+  int32_t l = parse_int(ddx_hit_fact(h, "local_rank"));
+  if (l < 0) l = h->meta.local_rank;
+  if (g < 0 || l < 0 || pairs->len >= 65536) return;
+  rank_pair_t *p = ddx_vec_push(pairs);
+  if (p) {
+    p->rank = g;
+    p->local_rank = l;
+    memcpy(p->host, h->meta.host, sizeof p->host);
+  }
+}
+
 /* When the initiating event does not name its rank, other evidence of the
  * same incident may: the same pid on a line that names the rank, or a
  * single rank among all its events. */
-static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_vec_t *pids) {
+static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_vec_t *pids,
+                           const ddx_vec_t *pairs) {
   if (inc->rank >= 0) return;
+  char note[200] = "";
   long pid = event_pid(inc->hit);
+  if (pid <= 0) { /* another event of the incident may name it */
+    const char *v = ddx_incident_fact(inc, "pid");
+    pid = v ? strtol(v, NULL, 10) : -1;
+  }
   const pid_rank_t *pr = pids->data;
   for (size_t i = 0; pid > 0 && i < pids->len; i++)
-    if (pr[i].pid == pid && pr[i].rank >= 0) {
+    if (pr[i].pid == pid && (pr[i].rank >= 0 || pr[i].local_rank >= 0)) {
       inc->rank = pr[i].rank;
       if (inc->local_rank < 0) inc->local_rank = pr[i].local_rank;
-      char note[160];
-      snprintf(note, sizeof note, "rank from process id %ld, which the launcher names as rank %d",
-               pid, pr[i].rank);
-      inc->rank_note = ddx_arena_strdup(&d->arena, note);
-      return;
+      snprintf(note, sizeof note, "rank from process id %ld, named by the launcher", pid);
+      if (pr[i].rank >= 0) break;
     }
-  if (inc->ranks.n == 1) inc->rank = inc->ranks.v[0];
+  if (inc->rank < 0 && inc->local_rank >= 0) {
+    /* Only an unambiguous pair counts: several nodes' tables without host
+     * prefixes name the same local rank for different global ranks. */
+    const rank_pair_t *rp = pairs->data;
+    int32_t found = -1;
+    bool ambiguous = false;
+    for (size_t i = 0; i < pairs->len; i++)
+      if (rp[i].local_rank == inc->local_rank && !strcmp(rp[i].host, inc->hit->meta.host)) {
+        if (found >= 0 && found != rp[i].rank) ambiguous = true;
+        found = rp[i].rank;
+      }
+    if (found >= 0 && !ambiguous) {
+      inc->rank = found;
+      snprintf(note, sizeof note, "local rank %d is rank %d by the launcher's own table",
+               inc->local_rank, inc->rank);
+    }
+  }
+  if (inc->rank < 0 && inc->ranks.n == 1) inc->rank = inc->ranks.v[0];
+  if (inc->rank >= 0 && note[0]) inc->rank_note = ddx_arena_strdup(&d->arena, note);
 }
 
 static int incident_cmp(const void *pa, const void *pb) {
@@ -449,6 +517,10 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
 
   ddx_vec_t pids; /* pid_rank_t: which process was which rank */
   ddx_vec_init(&pids, sizeof(pid_rank_t));
+  event_t recent[RECENT];
+  size_t nrecent = 0;
+  ddx_vec_t pairs; /* rank_pair_t: local and global rank named together */
+  ddx_vec_init(&pairs, sizeof(rank_pair_t));
 
   /* 1. One rule per line: the highest priority whose context and
    * conditions hold. Hits of one line are adjacent in the hit array. */
@@ -477,6 +549,10 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       place_event(&e, s->layout);
       add_event(&aggs[r->index], r, &e);
       note_pid(&pids, &e);
+      note_pair(&pairs, &e);
+      note_record(&pids, recent, nrecent, &e);
+      if (nrecent == RECENT) memmove(recent, recent + 1, (RECENT - 1) * sizeof *recent), nrecent--;
+      recent[nrecent++] = e;
     }
     i = j;
   }
@@ -499,6 +575,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   if (!incs) {
     free(aggs);
     ddx_vec_free(&pids);
+    ddx_vec_free(&pairs);
     return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   }
   size_t m = 0;
@@ -541,10 +618,11 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
     }
     ddx_rankset_free(&g->min_seq_ranks);
-    place_incident(d, inc, &pids);
+    place_incident(d, inc, &pids, &pairs);
   }
   free(aggs);
   ddx_vec_free(&pids);
+  ddx_vec_free(&pairs);
   qsort(incs, m, sizeof *incs, incident_cmp);
 
   /* 2b. When only waiting ranks speak (collateral primary), the rank that

@@ -23,6 +23,8 @@ void ddx_layout_init(ddx_layout_t *l) {
   memset(l, 0, sizeof *l);
   l->world_size = -1;
   l->nnodes = -1;
+  l->max_global = -1;
+  l->max_local = -1;
 }
 
 static ddx_layout_host_t *host_slot(ddx_layout_t *l, const char *name, size_t n) {
@@ -117,6 +119,16 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   if (ws > 0) l->world_size = (int32_t)ws;
 }
 
+/* Global ranks above every local rank seen mean several nodes. */
+static bool multi_node_seen(const ddx_layout_t *l) {
+  return l->max_global >= 0 && l->max_global > l->max_local && l->max_global >= 8;
+}
+
+void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local) {
+  if (global > l->max_global) l->max_global = global;
+  if (local > l->max_local) l->max_local = local;
+}
+
 int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t local_rank) {
   if (local_rank < 0) return -1;
   if (host && host[0]) {
@@ -124,10 +136,11 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
       if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0) return l->hosts[i].base + local_rank;
     /* One node, or a log that only ever names this one host (a single
      * node's own log): its local ranks are the ranks the user sees. */
-    if (l->nnodes == 1 || (l->nnodes < 0 && l->seen_hosts == 1)) return local_rank;
+    if (l->nnodes == 1 || (l->nnodes < 0 && l->seen_hosts == 1 && !multi_node_seen(l)))
+      return local_rank;
     return -1;
   }
-  /* No host on the line: a single-node job (or an unknown layout, where
-   * the local rank is the best guess the line offers). */
-  return l->nnodes > 1 ? -1 : local_rank;
+  /* No host on the line: a single-node job, unless the log shows more
+   * ranks than one node runs (then the local rank alone cannot say). */
+  return l->nnodes > 1 || multi_node_seen(l) ? -1 : local_rank;
 }

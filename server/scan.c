@@ -250,6 +250,7 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
   ddx_line_meta_init(&meta);
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   ddx_layout_note_host(s->layout, meta.host);
+  ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
   size_t ov[2 * MAX_CAPS];
   for (size_t i = 0; i < nrefs; i++) {
     if (refs[i]->rule == DDX_BUILTIN_RULE && refs[i]->pattern == DDX_BUILTIN_LAYOUT) {

@@ -28,6 +28,7 @@ typedef struct ddx_layout {
   int32_t nnodes;     /* -1 unknown */
   char first_host[DDX_HOST_MAX]; /* the first host any candidate line named */
   int seen_hosts;     /* 0, 1, or 2 meaning "more than one" */
+  int32_t max_global, max_local; /* highest ranks any prefix named */
 } ddx_layout_t;
 
 /* The literals of the lines ddx_layout_parse understands. */
@@ -37,6 +38,8 @@ extern const char *const ddx_layout_literals[];
 void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */
 void ddx_layout_parse(ddx_layout_t *l, const char *text, size_t len, const ddx_line_meta_t *meta);
+/* Records the ranks a line's prefixes named (to tell multi-node logs). */
+void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
 /* Records that a line named host (to tell single-host logs). */
 void ddx_layout_note_host(ddx_layout_t *l, const char *host);
 /* The global rank of (host, local rank), or -1 when the layout does not say.
