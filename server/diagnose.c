@@ -365,14 +365,29 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
   if (inc->rank >= 0 && note[0]) inc->rank_note = ddx_arena_strdup(&d->arena, note);
 }
 
+/* Tiers of causes: host-level evidence (the kernel OOM killer, Xid/ECC)
+ * explains the rank-level symptoms it produces; specific causes compete by
+ * time (the earliest failure started it); catch-alls come last. */
+#define DDX_HOST_PRIORITY 90
+#define DDX_CATCHALL_PRIORITY 10
+static int cause_tier(const ddx_incident_t *x) {
+  return x->rule->priority >= DDX_HOST_PRIORITY ? 0 : x->rule->priority >= DDX_CATCHALL_PRIORITY ? 1 : 2;
+}
+
 static int incident_cmp(const void *pa, const void *pb) {
   const ddx_incident_t *a = pa, *b = pb;
   if ((a->severity == DDX_SEV_ERROR) != (b->severity == DDX_SEV_ERROR))
     return a->severity == DDX_SEV_ERROR ? -1 : 1;
-  if ((a->role == DDX_ROLE_CAUSE) != (b->role == DDX_ROLE_CAUSE))
-    return a->role == DDX_ROLE_CAUSE ? -1 : 1;
+  bool ca = a->role == DDX_ROLE_CAUSE, cb = b->role == DDX_ROLE_CAUSE;
+  if (ca != cb) return ca ? -1 : 1;
   if (a->fallback != b->fallback) return a->fallback ? 1 : -1;
   if (a->severity != b->severity) return b->severity - a->severity;
+  if (ca && !a->fallback && a->severity == DDX_SEV_ERROR) {
+    int ta = cause_tier(a), tb = cause_tier(b);
+    if (ta != tb) return ta - tb;
+    if (hit_before(a->hit, b->hit)) return -1;
+    if (hit_before(b->hit, a->hit)) return 1;
+  }
   if (a->rule->priority != b->rule->priority) return b->rule->priority - a->rule->priority;
   if (hit_before(a->hit, b->hit)) return -1;
   if (hit_before(b->hit, a->hit)) return 1;
@@ -386,7 +401,6 @@ static bool strs_has(const ddx_strs_t *s, const char *v) {
 }
 
 /* Catch-all rules (priority below 10) never stand beside a specific cause. */
-#define DDX_CATCHALL_PRIORITY 10
 
 static const char *collateral_reason(const ddx_incident_t *p, const ddx_incident_t *x) {
   if (x->role == DDX_ROLE_COLLATERAL) return "collateral class: a consequence of another rank's failure";
@@ -624,6 +638,18 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   ddx_vec_free(&pids);
   ddx_vec_free(&pairs);
   qsort(incs, m, sizeof *incs, incident_cmp);
+  /* A cause that another error cause explains (its `explains` lists it)
+   * cannot be the primary, whatever the order: move the explainer up. */
+  for (size_t guard = 0; m > 1 && guard < m; guard++) {
+    size_t k = 1;
+    while (k < m && !(incs[k].severity == DDX_SEV_ERROR && incs[k].role == DDX_ROLE_CAUSE &&
+                      !incs[k].fallback && strs_has(&incs[k].rule->explains, incs[0].rule->id)))
+      k++;
+    if (k == m) break;
+    ddx_incident_t tmp = incs[k];
+    memmove(incs + 1, incs, k * sizeof *incs);
+    incs[0] = tmp;
+  }
 
   /* 2b. When only waiting ranks speak (collateral primary), the rank that
    * did not report is the suspect: an inference, said as such. */

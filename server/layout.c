@@ -7,7 +7,8 @@
 #include <string.h>
 
 const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
-                                           "num_local_procs=", "dist_world_size="};
+                                           "num_local_procs=", "dist_world_size=",
+                                           "global_ranks=", "group_world_size="};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -117,6 +118,24 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   }
   long ws = number_after(t, len, "dist_world_size=");
   if (ws > 0) l->world_size = (int32_t)ws;
+  /* torchrun's rendezvous result, one field per line in newer versions:
+   * "global_ranks=[48, 49, ...]" (this node's ranks), "group_world_size=8". */
+  long gws = number_after(t, len, "group_world_size=");
+  if (gws > 0) l->nnodes = (int32_t)gws;
+  if ((p = find(t, len, "global_ranks=[")) && meta && meta->host[0]) {
+    char *e;
+    long first = strtol(p + 14, &e, 10);
+    int32_t count = 0;
+    for (const char *c = p + 14; c < end && *c != ']'; c++)
+      if (*c == ',') count++;
+    ddx_layout_host_t *h = e != p + 14 ? host_slot(l, meta->host, strlen(meta->host)) : NULL;
+    if (h && h->base < 0) {
+      h->base = (int32_t)first;
+      h->nlocal = count + 1;
+    }
+  }
+  long gwss = number_after(t, len, "global_world_sizes=[");
+  if (gwss > 0 && l->world_size < 0) l->world_size = (int32_t)gwss;
 }
 
 /* Global ranks above every local rank seen mean several nodes. */
