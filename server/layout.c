@@ -8,7 +8,8 @@
 
 const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
                                            "num_local_procs=", "dist_world_size=",
-                                           "global_ranks=", "group_world_size="};
+                                           "global_ranks=", "group_world_size=",
+                                           "--world_info="};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -94,8 +95,43 @@ static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool exp
   if (l->nnodes < 0) l->nnodes = (int32_t)l->nhosts;
 }
 
+/* Decodes base64 (standard alphabet) from p until a non-base64 byte;
+ * returns the decoded length written to out (at most cap - 1, NUL-ended). */
+static size_t base64_decode(const char *p, const char *end, char *out, size_t cap) {
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t n = 0;
+  for (; p < end; p++) {
+    char c = *p;
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+'             ? 62
+            : c == '/'             ? 63
+                                   : -1;
+    if (v < 0) break;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (n + 1 < cap) out[n++] = (char)((acc >> bits) & 0xFF);
+    }
+  }
+  if (cap) out[n] = 0;
+  return n;
+}
+
 void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line_meta_t *meta) {
   const char *end = t + len, *p;
+  /* The DeepSpeed runner passes the layout to every node as base64 JSON:
+   * "--world_info=eyJ3b3JrZXItMCI6IFswLCAxXX0=" is {"worker-0": [0, 1]}. */
+  if ((p = find(t, len, "--world_info="))) {
+    char json[8192];
+    size_t n = base64_decode(p + 13, end, json, sizeof json);
+    bool have = false;
+    for (size_t i = 0; i < l->nhosts; i++) have |= l->hosts[i].base >= 0;
+    if (n && !have) parse_dict(l, json, json + n, false);
+  }
   if ((p = find(t, len, "global_rank_mapping"))) {
     const char *brace = memchr(p, '{', (size_t)(end - p));
     if (brace) parse_dict(l, brace, end, true);

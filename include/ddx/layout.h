@@ -3,7 +3,7 @@
  * DeepSpeed's "WORLD INFO DICT: {'worker-0': [0, 1], ...}",
  * "global_rank_mapping=defaultdict(..., {'worker-0': [0, 1], ...})",
  * "nnodes=2, num_local_procs=8, node_rank=1" (host from the pdsh prefix) and
- * "dist_world_size=16", and torchrun's rendezvous result "global_ranks=[48,
+ * "dist_world_size=16", the runner's base64 "--world_info=...", and torchrun's rendezvous result "global_ranks=[48,
  * ...]" / "group_world_size=8" under a host prefix. It maps (host, local
  * rank) to a global rank. */
 #ifndef DDX_LAYOUT_H
@@ -35,7 +35,7 @@ typedef struct ddx_layout {
 
 /* The literals of the lines ddx_layout_parse understands. */
 extern const char *const ddx_layout_literals[];
-#define DDX_LAYOUT_NLITERALS 6
+#define DDX_LAYOUT_NLITERALS 7
 
 void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */
