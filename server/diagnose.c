@@ -328,7 +328,7 @@ static void note_pair(ddx_vec_t *pairs, const event_t *e) {
  * same incident may: the same pid on a line that names the rank, or a
  * single rank among all its events. */
 static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_vec_t *pids,
-                           const ddx_vec_t *pairs) {
+                           const ddx_vec_t *pairs, const ddx_layout_t *layout) {
   if (inc->rank >= 0) return;
   char note[200] = "";
   long pid = event_pid(inc->hit);
@@ -344,6 +344,16 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
       snprintf(note, sizeof note, "rank from process id %ld, named by the launcher", pid);
       if (pr[i].rank >= 0) break;
     }
+  if (inc->rank < 0 && pid > 0) {
+    char host[DDX_HOST_MAX];
+    int32_t local;
+    if (ddx_layout_pid(layout, pid, host, sizeof host, &local)) {
+      inc->local_rank = local;
+      inc->rank = ddx_layout_global_rank(layout, host, local);
+      snprintf(note, sizeof note, "rank from process id %ld, spawned by the launcher as local rank %d%s%s",
+               pid, local, host[0] ? " on " : "", host);
+    }
+  }
   if (inc->rank < 0 && inc->local_rank >= 0) {
     /* Only an unambiguous pair counts: several nodes' tables without host
      * prefixes name the same local rank for different global ranks. */
@@ -632,7 +642,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
     }
     ddx_rankset_free(&g->min_seq_ranks);
-    place_incident(d, inc, &pids, &pairs);
+    place_incident(d, inc, &pids, &pairs, s->layout);
   }
   free(aggs);
   ddx_vec_free(&pids);

@@ -9,7 +9,7 @@
 const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
                                            "num_local_procs=", "dist_world_size=",
                                            "global_ranks=", "group_world_size=",
-                                           "--world_info="};
+                                           "--world_info=", "spawned with command"};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -152,6 +152,18 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
       h->nlocal = (int32_t)nprocs;
     }
   }
+  /* DeepSpeed's launch.py: "process 2527073 spawned with command: [...,
+   * '--local_rank=5', ...]" ties a pid to a local rank on this host. */
+  if ((p = find(t, len, "spawned with command")) && l->npids < DDX_LAYOUT_MAX_PIDS) {
+    long pid = number_after(t, (size_t)(p - t), "process ");
+    long local = number_after(p, (size_t)(end - p), "--local_rank=");
+    if (pid > 0 && local >= 0) {
+      ddx_layout_pid_t *e = &l->pids[l->npids++];
+      e->pid = pid;
+      e->local_rank = (int32_t)local;
+      snprintf(e->host, sizeof e->host, "%s", meta ? meta->host : "");
+    }
+  }
   long ws = number_after(t, len, "dist_world_size=");
   if (ws > 0) l->world_size = (int32_t)ws;
   /* torchrun's rendezvous result, one field per line in newer versions:
@@ -198,4 +210,14 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
   /* No host on the line: a single-node job, unless the log shows more
    * ranks than one node runs (then the local rank alone cannot say). */
   return l->nnodes > 1 || multi_node_seen(l) ? -1 : local_rank;
+}
+
+bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap, int32_t *local_rank) {
+  for (size_t i = 0; i < l->npids; i++)
+    if (l->pids[i].pid == pid) {
+      snprintf(host, hostcap, "%s", l->pids[i].host);
+      *local_rank = l->pids[i].local_rank;
+      return true;
+    }
+  return false;
 }

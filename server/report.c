@@ -280,7 +280,7 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
     if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
     ddx_sb_puts(b, ")");
   }
-  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.", inc->rank_note ? " (inferred)" : "", st->reset, r->title,
+  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "", st->reset, r->title,
                 input_name(d, h->input), (unsigned long long)h->line);
   uint64_t ncoll = 0;
   for (size_t i = 0; i < inc->ncollateral; i++) ncoll += inc->collateral[i].count;
