@@ -683,12 +683,26 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
         c->count = x->count;
         c->first = x->hit;
         c->why = why;
+        c->rank = x->rank;
         continue;
       }
       incs[out++] = *x;
     }
     primary->collateral = coll;
     primary->ncollateral = ncoll;
+    /* Nothing of the cause's own names its rank: the launcher's record of
+     * the first failure it observed (torchrun's "failed ... local_rank: N",
+     * its table's root cause) is the best remaining evidence. */
+    for (size_t k = 0; primary->rank < 0 && k < ncoll; k++)
+      if (coll[k].rule->role == DDX_ROLE_WRAPPER && coll[k].rank >= 0) {
+        primary->rank = coll[k].rank;
+        char note[200];
+        snprintf(note, sizeof note,
+                 "rank from the launcher's first observed failure (%s), as no line of the cause "
+                 "names its rank",
+                 coll[k].rule->id);
+        primary->rank_note = ddx_arena_strdup(&d->arena, note);
+      }
   }
 
   /* 4. Confidence and missing facts. */

@@ -20,6 +20,7 @@ typedef struct ddx_collateral {
   uint64_t count;
   const ddx_hit_t *first; /* earliest event */
   const char *why;        /* why it counts as collateral */
+  int32_t rank;           /* the rank its own evidence points at, -1 unknown */
 } ddx_collateral_t;
 
 typedef struct ddx_incident {

@@ -51,6 +51,8 @@ static ddx_catalog_t *make_catalog(void) {
                       "\"signatures\": [{\"regex\": \"element 0 of tensors does not require grad\", \"literals\": [\"does not require grad\"], "
                       "\"context\": [{\"regex\": \"pipe/engine\", \"literals\": [\"pipe/engine\"], \"before\": 10}]}, "
                       "{\"regex\": \"element [1-9]\\\\d* of tensors does not require grad\", \"literals\": [\"does not require grad\"]}]");
+  write_rule("t.wrap", "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+                      "\"signatures\": [{\"regex\": \"failed \\\\(exitcode: 1\\\\) local_rank: (?<local_rank>\\\\d+)\", \"literals\": [\"exitcode: 1\"]}]");
   write_rule("t.hang", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": \"no-error\", \"anchor\": \"last\", "
                        "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
   ddx_catalog_t *cat = NULL;
@@ -203,6 +205,13 @@ static void test_roles(const ddx_catalog_t *cat) {
   run(&r, cat, "failed (exitcode: -9) local_rank: 1\n[Rank 0] Watchdog caught x\n");
   CHECK_EQ_STR(primary(&r), "t.kill9");
   CHECK(r.d.incidents[0].fallback);
+  done(&r);
+  /* No line of the cause names a rank: the launcher's first observed
+   * failure does. */
+  run(&r, cat, "ValueError: boom\nValueError: boom\nfailed (exitcode: 1) local_rank: 3 (pid: 9)\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 3);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "launcher"));
   done(&r);
   /* The kernel's line names only a pid: the launcher's line with the same
    * pid gives the rank. */
