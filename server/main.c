@@ -287,7 +287,7 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         const ddx_pattern_t *p = &r->sigs[k];
         for (size_t l = 0; l < p->literals.n; l++) {
           const char *lit = p->literals.v[l];
-          if (strlen(lit) < 4 || ddx_prefilter_literal_cost(lit, strlen(lit)) > 9000) {
+          if (strlen(lit) < 4 || ddx_prefilter_literal_cost(lit, strlen(lit)) > 6500) {
             printf("warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may "
                    "slow down scanning\n",
                    r->file, r->id, k, lit);
