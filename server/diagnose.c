@@ -267,7 +267,7 @@ static long event_pid(const ddx_hit_t *h) {
     const char *v = ddx_hit_fact(h, names[i]);
     if (v && *v) return strtol(v, NULL, 10);
   }
-  return -1;
+  return h->meta.pid > 0 ? (long)h->meta.pid : -1;
 }
 
 static void note_pid(ddx_vec_t *pids, const event_t *e) {

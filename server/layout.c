@@ -126,11 +126,13 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   /* The DeepSpeed runner passes the layout to every node as base64 JSON:
    * "--world_info=eyJ3b3JrZXItMCI6IFswLCAxXX0=" is {"worker-0": [0, 1]}. */
   if ((p = find(t, len, "--world_info="))) {
-    char json[8192];
-    size_t n = base64_decode(p + 13, end, json, sizeof json);
+    size_t cap = (size_t)(end - p) + 1;
+    char *json = malloc(cap);
+    size_t n = json ? base64_decode(p + 13, end, json, cap) : 0;
     bool have = false;
     for (size_t i = 0; i < l->nhosts; i++) have |= l->hosts[i].base >= 0;
     if (n && !have) parse_dict(l, json, json + n, false);
+    free(json);
   }
   if ((p = find(t, len, "global_rank_mapping"))) {
     const char *brace = memchr(p, '{', (size_t)(end - p));

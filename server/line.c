@@ -843,6 +843,28 @@ static size_t line_try_pdsh(const char *s, size_t n, line_state_t *st) {
   return rest;
 }
 
+/* NCCL's own tag on INFO/WARN lines: "g2001:34292:39682 [7] " is host,
+ * pid, thread id and the CUDA device (the local rank's GPU). */
+static size_t line_try_nccl_tag(const char *s, size_t n, line_state_t *st) {
+  size_t i = 0;
+  while (i < n && i < LINE_TOKEN_MAX && line_is_host_char(s[i]) && s[i] != ':')
+    i++;
+  if (i == 0 || i >= n || s[i] != ':') return 0;
+  size_t host_len = i++;
+  int64_t pid, tid, dev;
+  if (!line_num(s, n, &i, 1, 10, &pid) || !line_lit(s, n, i, ":")) return 0;
+  i++;
+  if (!line_num(s, n, &i, 1, 10, &tid) || !line_lit(s, n, i, " [")) return 0;
+  i += 2;
+  if (!line_num(s, n, &i, 1, 4, &dev) || !line_lit(s, n, i, "] ")) return 0;
+  line_set_host(st, s, host_len);
+  line_set_local_rank(st, dev);
+  st->meta->pid = pid;
+  st->meta->dialects |= DDX_DIALECT_NCCL_TAG;
+  (void)tid;
+  return i + 2;
+}
+
 /* docker-compose: "trainer-1  | " / "trainer_1  | " (outer layer only). */
 static size_t line_try_compose(const char *s, size_t n, line_state_t *st) {
   size_t i = 0;
@@ -938,6 +960,9 @@ static size_t line_try_prefix(const char *s, size_t n, line_state_t *st) {
     return line_try_space(s, n, st);
   default:
     break;
+  }
+  if (line_is_digit(c) || line_is_alpha(c)) {
+    if ((k = line_try_nccl_tag(s, n, st))) return k;
   }
   if (line_is_digit(c)) {
     if ((k = line_try_ts_bare(s, n, st)) || (k = line_try_srun(s, n, st)) ||
@@ -1059,6 +1084,7 @@ void ddx_line_meta_init(ddx_line_meta_t *meta) {
   meta->local_rank = -1;
   meta->host[0] = '\0';
   meta->ts_ms = -1;
+  meta->pid = -1;
   meta->stream = 0;
   meta->level = 0;
   meta->dialects = 0;

@@ -44,6 +44,7 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
 void ddx_scan_free(ddx_scan_t *s) {
   free(s->buf);
   free(s->norm);
+  free(s->raw);
   free(s->rule_hits);
   free(s->rule_stored);
   free(s->rule_last);
@@ -254,7 +255,13 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
   size_t ov[2 * MAX_CAPS];
   for (size_t i = 0; i < nrefs; i++) {
     if (refs[i]->rule == DDX_BUILTIN_RULE && refs[i]->pattern == DDX_BUILTIN_LAYOUT) {
-      ddx_layout_parse(s->layout, s->norm, tlen, &meta);
+      /* Layout lines (a 128-node WORLD INFO DICT) outgrow the normalised
+       * line cap: parse a NUL-terminated copy of the raw line instead. */
+      size_t rl = le - ls < DDX_LAYOUT_LINE_MAX ? le - ls : DDX_LAYOUT_LINE_MAX;
+      if (!s->raw && !(s->raw = malloc(DDX_LAYOUT_LINE_MAX + 1))) return DDX_ENOMEM;
+      memcpy(s->raw, s->buf + ls, rl);
+      s->raw[rl] = 0;
+      ddx_layout_parse(s->layout, s->raw, rl, &meta);
       continue;
     }
     if (refs[i]->rule == DDX_BUILTIN_RULE) {

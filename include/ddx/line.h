@@ -31,6 +31,7 @@ enum {
   DDX_DIALECT_VIEWER_LINENO = 1u << 11, /* [12345] or "12345 | " from a log viewer */
   DDX_DIALECT_ANSI = 1u << 12,       /* ANSI escapes were stripped */
   DDX_DIALECT_TORCH_ELASTIC = 1u << 13, /* [2023-..] torch.distributed.elastic...: [ERROR] */
+  DDX_DIALECT_NCCL_TAG = 1u << 14,   /* NCCL's "host:pid:tid [cudaDev] " */
 };
 
 typedef struct ddx_line_meta {
@@ -39,6 +40,7 @@ typedef struct ddx_line_meta {
   char host[DDX_HOST_MAX]; /* host from a pdsh-style prefix, "" when unknown */
   int64_t ts_ms;      /* time in ms, comparable within one log; -1 when unknown.
                          Without a year (glog MMDD) the year counts as 0. */
+  int64_t pid;        /* process id from an NCCL tag, -1 when unknown */
   uint8_t stream;     /* 0 unknown, 1 stdout, 2 stderr */
   char level;         /* 'E','W','I','D','F' from glog/logger prefixes, 0 unknown */
   uint32_t dialects;  /* DDX_DIALECT_* bits seen on this line */

@@ -21,6 +21,7 @@
 #define DDX_SCAN_MAX_HITS_PER_RULE 4096 /* stored signature hits per rule */
 #define DDX_SCAN_MAX_CTX_HITS 200000    /* stored context hits in all */
 #define DDX_SCAN_TEXT_MAX 1024          /* stored normalised text per hit */
+#define DDX_LAYOUT_LINE_MAX (256u << 10) /* longest launcher layout line read */
 
 typedef struct ddx_fact {
   const char *name, *value;
@@ -94,6 +95,7 @@ typedef struct ddx_scan {
   /* scratch */
   void *md;
   char *norm;
+  char *raw; /* a raw layout line, NUL-terminated (allocated on first use) */
   ddx_vec_t cands;      /* candidate (pos, literal) pairs of one buffer */
   volatile const int *cancel; /* optional: non-zero stops the scan */
 } ddx_scan_t;

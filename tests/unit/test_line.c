@@ -666,8 +666,6 @@ static void test_near_misses(void) {
       "Fp16Matmul2: tuned",
       "nslookup: can't resolve 'dlc1dwuhvtro4c27-master-0': Name does not resolve",
       "ptuning/train.sh: torch.distributed.elastic.multiprocessing.api.SignalException: x",
-      "g2001:34292:39682 [7] NCCL INFO [Service thread] Connection closed",
-      "a100-st-p4d24xlarge-22:183006:183220 [1] NCCL INFO proxy.cc:991 -> 6",
       "[c10d] The client socket has timed out",
       "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
       "[Torch] Loading checkpoint from /data/ckpt",
@@ -704,6 +702,36 @@ static void test_near_misses(void) {
   CHECK_EQ_INT(r.m.rank, 0);
 }
 
+static void test_nccl_tag(void) {
+  ddx_line_meta_t m;
+  char out[512];
+  ddx_line_meta_init(&m);
+  size_t n =
+      ddx_line_normalize("g2001:34292:39682 [7] NCCL INFO [Service thread] Connection closed", 66,
+                         out, sizeof out, &m);
+  CHECK_EQ_STR(out, "NCCL INFO [Service thread] Connection closed");
+  CHECK_EQ_INT(n, strlen(out));
+  CHECK_EQ_STR(m.host, "g2001");
+  CHECK_EQ_INT(m.local_rank, 7);
+  CHECK_EQ_INT(m.pid, 34292);
+  CHECK(m.dialects & DDX_DIALECT_NCCL_TAG);
+  const char *l2 = "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : "
+                   "Call to recv failed : Broken pipe";
+  ddx_line_meta_init(&m);
+  ddx_line_normalize(l2, strlen(l2), out, sizeof out, &m);
+  CHECK_EQ_STR(out, "misc/socket.cc:518 NCCL WARN Net : Call to recv failed : Broken pipe");
+  CHECK_EQ_STR(m.host, "a100-st-p4d24xlarge-22");
+  CHECK_EQ_INT(m.local_rank, 1);
+  /* near misses: a time, a ratio, a host:port */
+  const char *near[] = {"12:34:56 [INFO] x", "node1:8080 [x] y", "a:1:2 [x] y"};
+  for (size_t i = 0; i < 3; i++) {
+    ddx_line_meta_init(&m);
+    ddx_line_normalize(near[i], strlen(near[i]), out, sizeof out, &m);
+    CHECK(!(m.dialects & DDX_DIALECT_NCCL_TAG));
+    CHECK_EQ_INT(m.pid, -1);
+  }
+}
+
 int main(void) {
   test_meta_init();
   test_rank();
@@ -730,5 +758,6 @@ int main(void) {
   test_nul_utf8_cr();
   test_lengths();
   test_near_misses();
+  test_nccl_tag();
   CHECK_DONE();
 }
