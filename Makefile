@@ -43,7 +43,8 @@ test-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure
 
 eval: build
-	/usr/bin/python3 tests/corpus/eval.py $(BUILD)/ddx
+	$(PY) tests/corpus/eval.py $(BUILD)/ddx
+	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0
 
 # Debian's python3 (with python3-jsonschema), whatever python3 is first on PATH.
 PY := /usr/bin/python3
@@ -51,6 +52,7 @@ PY := /usr/bin/python3
 test: test-unit test-asan
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx
+	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95
 	@echo "make test: all suites passed"
 
 format:
