@@ -46,6 +46,9 @@ for f in files:
     rules[rid] = (rel, r)
     check(os.path.basename(f) == rid + ".json", f"{rel}: file name must be {rid}.json")
     check(rid in tax_ids, f"{rel}: id {rid} is not in the taxonomy")
+    for k in ("summary", "mechanism", "symptoms", "affects", "checklist", "fix", "verify",
+              "prevention", "fingerprint", "related", "references", "missing"):
+        check(bool(r.get(k)), f"{rel}: catalog field {k} is empty or missing")
     real = [s for s in r.get("samples", {}).get("positive", [])
             if s.get("source", "").startswith(("http://", "https://"))]
     check(len(real) >= 2, f"{rel}: needs at least two positive samples from real logs with their source URL")
