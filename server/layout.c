@@ -223,3 +223,64 @@ bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
     }
   return false;
 }
+
+/* Parses a decimal at p (digits only up to end); -1 when none. */
+static long path_num(const char *p, const char *end) {
+  long v = 0;
+  const char *q = p;
+  while (q < end && *q >= '0' && *q <= '9' && q - p < 9) v = v * 10 + (*q++ - '0');
+  return q == p || q != end ? -1 : v;
+}
+
+void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
+  ddx_line_meta_init(meta);
+  if (!path || !strcmp(path, "-")) return;
+  /* Split into components; look at the last three. */
+  const char *comp[64];
+  size_t len[64], n = 0;
+  for (const char *p = path; *p && n < 64;) {
+    while (*p == '/') p++;
+    if (!*p) break;
+    const char *e = strchr(p, '/');
+    if (!e) e = p + strlen(p);
+    comp[n] = p;
+    len[n++] = (size_t)(e - p);
+    p = e;
+  }
+  if (n == 0) return;
+  const char *base = comp[n - 1];
+  size_t blen = len[n - 1];
+  /* torchrun --log-dir: <run>/attempt_<k>/<local_rank>/{stdout,stderr}.log */
+  if (n >= 3 && (!strncmp(base, "stderr.log", blen) || !strncmp(base, "stdout.log", blen) ||
+                 !strncmp(base, "error.json", blen)) &&
+      len[n - 3] > 8 && !strncmp(comp[n - 3], "attempt_", 8)) {
+    long lr = path_num(comp[n - 2], comp[n - 2] + len[n - 2]);
+    if (lr >= 0) meta->local_rank = (int32_t)lr;
+    meta->stream = base[3] == 'e' ? 2 : 1;
+    return;
+  }
+  /* rank7.log, rank_7.log, rank-7.out (one file per global rank) */
+  if (blen > 4 && !strncmp(base, "rank", 4)) {
+    const char *p = base + 4, *e = base + blen;
+    if (p < e && (*p == '_' || *p == '-')) p++;
+    const char *d = p;
+    while (d < e && *d >= '0' && *d <= '9') d++;
+    if (d > p && (d == e || *d == '.')) meta->rank = (int32_t)path_num(p, d);
+    return;
+  }
+  /* slurm-<jobid>-<node>.out: Slurm's %j-%N output pattern */
+  if (blen > 6 && !strncmp(base, "slurm-", 6)) {
+    const char *p = base + 6, *e = base + blen;
+    const char *dash = memchr(p, '-', (size_t)(e - p));
+    const char *dot = memrchr(p, '.', (size_t)(e - p));
+    if (dash && dot && dot > dash + 1) {
+      size_t hl = (size_t)(dot - dash - 1);
+      long num = path_num(dash + 1, dot);
+      if (num >= 0) meta->rank = (int32_t)num; /* %t: the task id */
+      else if (hl < sizeof meta->host) {
+        memcpy(meta->host, dash + 1, hl);
+        meta->host[hl] = 0;
+      }
+    }
+  }
+}

@@ -23,7 +23,7 @@ static const char *const usage_text =
     "usage: ddx <command> [options]\n"
     "\n"
     "commands:\n"
-    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] FILE...|-\n"
+    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] FILE|DIR...|-\n"
     "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
@@ -103,12 +103,19 @@ static int emit(char *s) {
   return 0;
 }
 
+static void free_inputs(ddx_vec_t *v) {
+  for (size_t i = 0; i < v->len; i++) free(DDX_VEC_AT(v, char *, i));
+  ddx_vec_free(v);
+}
+
 static int cmd_diagnose(cli_t *c, int argc, char **argv) {
   const char *format = "text";
   bool evidence = false;
   int color = -1;
   const char *files[4096];
   size_t nfiles = 0;
+  ddx_vec_t inputs; /* files, folders expanded to the logs under them */
+  ddx_vec_init(&inputs, sizeof(char *));
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
@@ -134,10 +141,21 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
   }
   if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "sarif"))
     return usage("--format must be text, json or sarif");
-  if (nfiles == 0) return usage("diagnose needs a FILE or - for stdin");
+  if (nfiles == 0) return usage("diagnose needs a FILE, a folder or - for stdin");
+  for (size_t i = 0; i < nfiles; i++) {
+    ddx_error_t lerr = {0};
+    if (ddx_list_inputs(files[i], &inputs, 100000, &lerr)) {
+      fprintf(stderr, "ddx: %s\n", lerr.msg);
+      free_inputs(&inputs);
+      return 2;
+    }
+  }
   ddx_catalog_t *cat;
   int rc = load_catalog(c, &cat);
-  if (rc) return rc;
+  if (rc) {
+    free_inputs(&inputs);
+    return rc;
+  }
   ddx_scan_t scan;
   if (ddx_scan_init(&scan, cat)) {
     ddx_catalog_free(cat);
@@ -145,15 +163,17 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
     return 2;
   }
   double t0 = now_s();
-  for (size_t i = 0; i < nfiles; i++) {
+  for (size_t i = 0; i < inputs.len; i++) {
     ddx_error_t err = {0};
-    if (ddx_scan_path(&scan, files[i], &err)) {
+    if (ddx_scan_path(&scan, DDX_VEC_AT(&inputs, char *, i), &err)) {
       fprintf(stderr, "ddx: %s\n", err.msg);
       ddx_scan_free(&scan);
       ddx_catalog_free(cat);
+      free_inputs(&inputs);
       return 2;
     }
   }
+  free_inputs(&inputs);
   ddx_diagnosis_t d;
   ddx_error_t err = {0};
   if (ddx_diagnose(&d, &scan, &err)) {

@@ -62,9 +62,15 @@ void ddx_scan_free(ddx_scan_t *s) {
 }
 
 int ddx_scan_begin(ddx_scan_t *s, const char *name) {
+  return ddx_scan_begin_with(s, name, NULL);
+}
+
+int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults) {
   ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
   if (!in) return DDX_ENOMEM;
   in->name = ddx_arena_strdup(&s->arena, name);
+  if (defaults) in->defaults = *defaults;
+  else ddx_line_meta_init(&in->defaults);
   s->len = 0;
   s->base = 0;
   s->line_no = 1;
@@ -248,7 +254,7 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
 static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
                      const ddx_literal_ref_t **refs, size_t nrefs) {
   ddx_line_meta_t meta;
-  ddx_line_meta_init(&meta);
+  meta = ((const ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].defaults;
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   ddx_layout_note_host(s->layout, meta.host);
   ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
@@ -408,7 +414,9 @@ int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len)
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
   int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY);
   if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
-  int rc = ddx_scan_begin(s, strcmp(path, "-") == 0 ? "<stdin>" : path);
+  ddx_line_meta_t defaults;
+  ddx_layout_path_meta(path, &defaults);
+  int rc = ddx_scan_begin_with(s, strcmp(path, "-") == 0 ? "<stdin>" : path, &defaults);
   while (!rc) {
     /* Read straight into the scan buffer: no second copy. */
     size_t room = DDX_SCAN_BUF - s->len;

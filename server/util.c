@@ -2,6 +2,9 @@
 #include "ddx/util.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,4 +228,67 @@ char *ddx_sb_take(ddx_sb_t *b) {
   char *s = b->s;
   ddx_sb_init(b);
   return s;
+}
+
+static bool is_log_name(const char *name) {
+  static const char *const ext[] = {".log", ".out", ".err", ".txt"};
+  size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+    size_t e = strlen(ext[i]);
+    if (n > e && !strcmp(name + n - e, ext[i])) return true;
+  }
+  return !strncmp(name, "slurm-", 6);
+}
+
+static int cmp_cstr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int list_rec(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err,
+                    int depth, bool top) {
+  struct stat st;
+  if (stat(path, &st) != 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) {
+    if (out->len >= max_files) return 0;
+    char **slot = ddx_vec_push(out);
+    if (!slot || !(*slot = strdup(path))) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    return 0;
+  }
+  if (depth > 8) return 0;
+  DIR *d = opendir(path);
+  if (!d) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  ddx_vec_t names;
+  ddx_vec_init(&names, sizeof(char *));
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char **slot = ddx_vec_push(&names);
+    if (slot) *slot = strdup(de->d_name);
+  }
+  closedir(d);
+  if (names.len > 1) qsort(names.data, names.len, sizeof(char *), cmp_cstr);
+  int rc = 0;
+  for (size_t i = 0; i < names.len; i++) {
+    char *name = DDX_VEC_AT(&names, char *, i);
+    if (!rc && name) {
+      char full[4096];
+      snprintf(full, sizeof full, "%s/%s", path, name);
+      struct stat cst;
+      if (stat(full, &cst) == 0 && (S_ISDIR(cst.st_mode) || is_log_name(name)))
+        rc = list_rec(full, out, max_files, err, depth + 1, false);
+    }
+    free(name);
+  }
+  ddx_vec_free(&names);
+  (void)top;
+  return rc;
+}
+
+int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err) {
+  if (!strcmp(path, "-")) {
+    char **slot = ddx_vec_push(out);
+    if (!slot || !(*slot = strdup(path))) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    return 0;
+  }
+  return list_rec(path, out, max_files, err, 0, true);
 }

@@ -53,6 +53,11 @@ void ddx_layout_init(ddx_layout_t *l);
 void ddx_layout_parse(ddx_layout_t *l, const char *text, size_t len, const ddx_line_meta_t *meta);
 /* The host and local rank DeepSpeed's launcher spawned pid as. */
 bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap, int32_t *local_rank);
+/* What a log file's path says about its lines: torchrun --log-dir
+ * ".../attempt_N/<local_rank>/stderr.log" (local rank), Slurm
+ * "slurm-<job>-<node>.out" / "...-<node>.out" with %N (host), "rank<N>.log"
+ * / "rank_N" (global rank). Initialises meta first. */
+void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta);
 /* Records the ranks a line's prefixes named (to tell multi-node logs). */
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
 /* Records that a line named host (to tell single-host logs). */

@@ -59,6 +59,8 @@ typedef struct ddx_frame {
 typedef struct ddx_scan_input {
   const char *name;
   uint64_t bytes, lines;
+  ddx_line_meta_t defaults; /* what the input's path says (torchrun --log-dir
+                               local rank, Slurm node), preset on each line */
 } ddx_scan_input_t;
 
 /* The newest hit of an anchor-last rule past the storage cap. */
@@ -103,6 +105,9 @@ typedef struct ddx_scan {
 int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat);
 void ddx_scan_free(ddx_scan_t *s);
 int ddx_scan_begin(ddx_scan_t *s, const char *name);
+/* Like ddx_scan_begin, with metadata every line of the input starts from
+ * (a line's own prefixes still win). */
+int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults);
 int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len);
 int ddx_scan_end(ddx_scan_t *s);
 /* Scans a whole file ("-" is stdin) with the fixed buffer. */

@@ -63,6 +63,12 @@ void ddx_rankset_free(ddx_rankset_t *s);
 /* Writes "0-6,8,10-63" into out (truncated with "..." when too long). */
 void ddx_rankset_format(const ddx_rankset_t *s, char *out, size_t cap);
 
+/* Appends path to out (a vector of malloc'd char*) when it is a file, or
+ * every log-like file under it (*.log, *.out, *.err, *.txt, torchrun's
+ * stdout/stderr, Slurm's slurm-*) in sorted order when it is a folder,
+ * at most max_files in all. Returns 0, or DDX_EIO with err naming path. */
+int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err);
+
 /* A growable NUL-terminated string; the holder frees s.s (or takes it). */
 typedef struct ddx_sb {
   char *s;

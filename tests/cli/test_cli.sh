@@ -58,6 +58,23 @@ jq_py "$T/cr.json" 'assert d["incidents"][0]["line"] == 5, d["incidents"][0]["li
 printf ' 45%%|####      | 9/20 [00:10<00:12]%s\n' "$OOM" >"$T/glued.log"
 expect_rc 1 "error glued onto a tqdm bar is found" "$DDX" diagnose "$T/glued.log"
 
+# --- folders: torchrun --log-dir layout gives each file's local rank
+mkdir -p "$T/run/attempt_0/0" "$T/run/attempt_0/1" "$T/run/attempt_0/2" "$T/run/attempt_0/3"
+for r in 0 1 3; do
+  printf '[E ProcessGroupNCCL.cpp:737] [Rank %s] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600068 milliseconds before timing out.\n' $r >"$T/run/attempt_0/$r/stderr.log"
+done
+printf 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU  has a total capacity of 79.15 GiB of which 1.06 GiB is free.\n' >"$T/run/attempt_0/2/stderr.log"
+printf 'ignored\n' >"$T/run/notes.md"
+"$DDX" diagnose --format json "$T/run" >"$T/dir.json"
+jq_py "$T/dir.json" '
+assert len(d["inputs"]) == 4, d["inputs"]
+inc = d["incidents"][0]
+assert inc["rule"] == "torch.oom.generic" and inc["rank"] == 2, (inc["rule"], inc["rank"])
+assert inc["file"].endswith("attempt_0/2/stderr.log")
+assert inc["collateral"][0]["ranks"] == [0, 1, 3]
+' && ok || bad "torchrun --log-dir folder"
+expect_rc 2 "a missing folder exits 2" "$DDX" diagnose "$T/no-such-dir"
+
 # --- SARIF
 "$DDX" diagnose --format sarif "$T/oom.log" >"$T/oom.sarif"
 jq_py "$T/oom.sarif" '

@@ -285,6 +285,23 @@ static void test_layout(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_path_meta(void) {
+  ddx_line_meta_t m;
+  ddx_layout_path_meta("logs/run1/attempt_0/7/stderr.log", &m);
+  CHECK_EQ_INT(m.local_rank, 7);
+  CHECK_EQ_INT(m.stream, 2);
+  ddx_layout_path_meta("/x/slurm-123456-gpu-node-07.out", &m);
+  CHECK_EQ_STR(m.host, "gpu-node-07");
+  ddx_layout_path_meta("slurm-123456-12.out", &m);
+  CHECK_EQ_INT(m.rank, 12);
+  ddx_layout_path_meta("out/rank_31.log", &m);
+  CHECK_EQ_INT(m.rank, 31);
+  ddx_layout_path_meta("train.log", &m);
+  CHECK(m.rank == -1 && m.local_rank == -1 && !m.host[0]);
+  ddx_layout_path_meta("attempt_0/x/stderr.log", &m);
+  CHECK_EQ_INT(m.local_rank, -1);
+}
+
 static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   /* Two ranks' tracebacks interleaved line by line: each incident gets only
    * its own rank's frames, outermost first. */
@@ -328,6 +345,7 @@ int main(void) {
   test_traceback_reassembly(cat);
   test_straggler_inference(cat);
   test_layout(cat);
+  test_path_meta();
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
