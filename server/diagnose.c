@@ -1,6 +1,7 @@
 /* diagnose.c - from hits to ranked incidents (see ddx/diagnose.h). */
 #include "ddx/diagnose.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,6 +526,48 @@ static void infer_silent_rank(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incid
   ddx_rankset_free(&silent);
 }
 
+/* For a progress rule (hang): which ranks stopped reporting first. Ranks
+ * whose last progress is earlier than everyone else's by more than a
+ * margin (1% of the span, at least 30 s or 2 lines) went quiet first. */
+static void note_quiet_ranks(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incident_t *inc) {
+  const ddx_rank_progress_t *pr = &s->progress[inc->rule->index];
+  size_t seen = 0;
+  bool by_time = true;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t r = 0; r < pr->n; r++) {
+    if (!pr->line[r]) continue;
+    seen++;
+    if (pr->ts[r] < 0) by_time = false;
+  }
+  if (seen < 2) return;
+  for (size_t r = 0; r < pr->n; r++) {
+    if (!pr->line[r]) continue;
+    int64_t v = by_time ? pr->ts[r] : (int64_t)pr->line[r];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  /* Small differences are noise (ranks start and print a few ms or lines
+   * apart): with times, at least 30 s; with lines, at least 2. */
+  int64_t floor_margin = by_time ? 30000 : 2;
+  int64_t margin = (hi - lo) / 100 > floor_margin ? (hi - lo) / 100 : floor_margin;
+  if (hi - lo <= margin) return;
+  for (size_t r = 0; r < pr->n; r++)
+    if (pr->line[r] && (by_time ? pr->ts[r] : (int64_t)pr->line[r]) <= lo + margin)
+      ddx_rankset_add(&inc->quiet_first, (int32_t)r);
+  if (inc->quiet_first.n == 0 || inc->quiet_first.n * 2 > seen) {
+    ddx_rankset_free(&inc->quiet_first);
+    return;
+  }
+  char rs[128], note[320];
+  ddx_rankset_format(&inc->quiet_first, rs, sizeof rs);
+  snprintf(note, sizeof note,
+           "inference: rank(s) %s stopped reporting progress first; %zu other rank(s) went on: "
+           "look at what %s was doing (py-spy dump)",
+           rs, seen - inc->quiet_first.n, inc->quiet_first.n == 1 ? "it" : "they");
+  inc->rank_note = ddx_arena_strdup(&d->arena, note);
+  if (inc->quiet_first.n == 1) inc->rank = inc->quiet_first.v[0];
+}
+
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   memset(d, 0, sizeof *d);
   ddx_arena_init(&d->arena);
@@ -643,6 +686,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     }
     ddx_rankset_free(&g->min_seq_ranks);
     place_incident(d, inc, &pids, &pairs, s->layout);
+    if (rule->anchor_last) note_quiet_ranks(d, s, inc);
   }
   free(aggs);
   ddx_vec_free(&pids);
@@ -684,6 +728,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
         c->first = x->hit;
         c->why = why;
         c->rank = x->rank;
+        ddx_rankset_free(&x->quiet_first);
         continue;
       }
       incs[out++] = *x;
@@ -745,6 +790,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
 void ddx_diagnosis_free(ddx_diagnosis_t *d) {
   for (size_t i = 0; i < d->n; i++) {
     ddx_rankset_free(&d->incidents[i].ranks);
+    ddx_rankset_free(&d->incidents[i].quiet_first);
     for (size_t k = 0; k < d->incidents[i].ncollateral; k++)
       ddx_rankset_free(&d->incidents[i].collateral[k].ranks);
   }

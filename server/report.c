@@ -101,6 +101,7 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "confidence", json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
   json_object_set_new(o, "fallback", json_boolean(inc->fallback));
   json_object_set_new(o, "rank_note", inc->rank_note ? json_string(inc->rank_note) : json_null());
+  if (inc->quiet_first.n) json_object_set_new(o, "quiet_first", ranks_json(&inc->quiet_first));
   json_t *coll = json_array();
   for (size_t i = 0; i < inc->ncollateral; i++) {
     const ddx_collateral_t *c = &inc->collateral[i];

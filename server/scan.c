@@ -31,10 +31,11 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->rule_last = calloc(cat->nrules + 1, sizeof *s->rule_last);
   s->rule_regex_errors = calloc(cat->nrules + 1, sizeof *s->rule_regex_errors);
   s->pending = calloc(cat->nrules + 1, sizeof *s->pending);
+  s->progress = calloc(cat->nrules + 1, sizeof *s->progress);
   s->md = ddx_match_data_new(cat);
   s->layout = malloc(sizeof *s->layout);
   if (s->layout) ddx_layout_init(s->layout);
-  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->progress || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -51,6 +52,12 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->rule_regex_errors);
   for (size_t r = 0; s->pending && r < s->cat->nrules; r++) free(s->pending[r].text);
   free(s->pending);
+  for (size_t r = 0; s->progress && r < s->cat->nrules; r++) {
+    free(s->progress[r].line);
+    free(s->progress[r].ts);
+    free(s->progress[r].input);
+  }
+  free(s->progress);
   free(s->layout);
   if (s->md) ddx_match_data_free(s->md);
   ddx_vec_free(&s->hits);
@@ -149,12 +156,59 @@ static int fill_facts(ddx_scan_t *s, ddx_hit_t *h, const ddx_pattern_t *p, const
   return 0;
 }
 
+/* The integer a named capture holds, or -1. */
+static int64_t capture_int(const ddx_pattern_t *p, const char *text, const size_t *ov, const char *name) {
+  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
+    if (!p->capture_names[g] || strcmp(p->capture_names[g], name) || ov[2 * g] == (size_t)-1) continue;
+    int64_t v = 0;
+    size_t k = ov[2 * g];
+    if (k >= ov[2 * g + 1]) return -1;
+    for (; k < ov[2 * g + 1]; k++) {
+      if (text[k] < '0' || text[k] > '9' || v > 100000000) return -1;
+      v = v * 10 + (text[k] - '0');
+    }
+    return v;
+  }
+  return -1;
+}
+
+#define DDX_PROGRESS_MAX_RANKS (1 << 20)
+
+/* Notes that a rank made progress (an event of an anchor-last rule). */
+static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t line,
+                         const ddx_line_meta_t *meta) {
+  if (rank < 0 || rank >= DDX_PROGRESS_MAX_RANKS) return 0;
+  ddx_rank_progress_t *pr = &s->progress[rule];
+  if ((size_t)rank >= pr->n) {
+    size_t n = pr->n ? pr->n : 8;
+    while (n <= (size_t)rank) n *= 2;
+    uint64_t *l = realloc(pr->line, n * sizeof *l);
+    if (l) pr->line = l;
+    int64_t *t = l ? realloc(pr->ts, n * sizeof *t) : NULL;
+    if (t) pr->ts = t;
+    uint32_t *in = t ? realloc(pr->input, n * sizeof *in) : NULL;
+    if (!in) return DDX_ENOMEM;
+    pr->input = in;
+    memset(pr->line + pr->n, 0, (n - pr->n) * sizeof *pr->line);
+    pr->n = n;
+  }
+  pr->line[rank] = line;
+  pr->ts[rank] = meta->ts_ms;
+  pr->input[rank] = (uint32_t)(s->inputs.len - 1);
+  return 0;
+}
+
 static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
                       uint64_t line, uint64_t offset, const ddx_line_meta_t *meta,
                       const char *text, size_t tlen, const size_t *ov) {
   const ddx_rule_t *rule = &s->cat->rules[ref->rule];
   size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
   ddx_hit_t *h;
+  if (rule->anchor_last && !ref->is_ctx) {
+    int64_t rank = meta->rank >= 0 ? meta->rank : capture_int(p, text, ov, "rank");
+    int rc = note_progress(s, ref->rule, rank, line, meta);
+    if (rc) return rc;
+  }
   if (ref->is_ctx) {
     if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
     s->ctx_stored++;

@@ -47,6 +47,8 @@ typedef struct ddx_incident {
                                  line, outermost first (same rank only) */
   size_t nframes;
   const ddx_frame_t *user_frame; /* innermost frame outside site-packages */
+  ddx_rankset_t quiet_first;     /* anchor-last (progress) rules: the ranks
+                                    whose progress stopped first */
 } ddx_incident_t;
 
 typedef struct ddx_diagnosis {

@@ -63,6 +63,15 @@ typedef struct ddx_scan_input {
                                local rank, Slurm node), preset on each line */
 } ddx_scan_input_t;
 
+/* Where each rank last made progress (hits of an anchor-last rule): the
+ * line and time of its latest event, indexed by global rank. */
+typedef struct ddx_rank_progress {
+  uint64_t *line; /* 0: never seen */
+  int64_t *ts;
+  uint32_t *input;
+  size_t n;       /* ranks 0..n-1 */
+} ddx_rank_progress_t;
+
 /* The newest hit of an anchor-last rule past the storage cap. */
 typedef struct ddx_pending {
   ddx_hit_t hit;
@@ -82,6 +91,7 @@ typedef struct ddx_scan {
   uint32_t *rule_stored;  /* per rule: signature hits stored */
   size_t *rule_last;      /* per rule: index+1 of the last stored hit */
   ddx_pending_t *pending; /* per rule: see ddx_pending_t */
+  ddx_rank_progress_t *progress; /* per rule (anchor-last rules only) */
   size_t ctx_stored;
   uint64_t bytes, lines;
   uint64_t regex_errors; /* match/depth limit hits */

@@ -224,6 +224,15 @@ static void test_roles(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, 5);
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "4243"));
   done(&r);
+  /* A hang: rank 2's progress stops first while the others go on. */
+  run(&r, cat, "[rank0]: step=1\n[rank1]: step=1\n[rank2]: step=1\n[rank3]: step=1\n"
+               "[rank0]: step=2\n[rank1]: step=2\n[rank3]: step=2\n"
+               "[rank0]: step=3\n[rank1]: step=3\n[rank3]: step=3\n");
+  CHECK_EQ_STR(primary(&r), "t.hang");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 2);
+  CHECK(r.d.incidents[0].quiet_first.n == 1);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "stopped reporting"));
+  done(&r);
   /* no-error trigger with anchor last: the last progress line of a hang. */
   run(&r, cat, "step=1\nstep=2\nstep=3\n");
   CHECK_EQ_STR(primary(&r), "t.hang");
