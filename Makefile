@@ -6,7 +6,7 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format nodejs neovim valgrind
 DEMO_LOG   := examples/zero3-oom-8gpu.log
 
 all: build
@@ -20,6 +20,9 @@ deps:
 	    echo "installing:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "missing packages:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; \
+	fi; \
+	if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq npm >/dev/null; else echo "npm is missing"; exit 1; fi; \
 	fi
 
 build: deps

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/lsp.h"
 #include "ddx/report.h"
 #include "ddx/rules.h"
 #include "ddx/scan.h"
@@ -29,6 +30,7 @@ static const char *const usage_text =
     "  rules list                list the catalog\n"
     "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
+    "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
     "  version                   print the version\n"
     "\n"
     "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
@@ -349,6 +351,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "lsp")) return ddx_lsp_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("ddx %s\n", DDX_VERSION);
     return 0;

@@ -43,7 +43,12 @@ int ddx_lsp_main(int argc, char **argv);
 
 enum { DDX_LSP_ENC_UTF16 = 0, DDX_LSP_ENC_UTF8 = 1 };
 enum { DDX_LSP_TRACE_OFF = 0, DDX_LSP_TRACE_MESSAGES = 1, DDX_LSP_TRACE_VERBOSE = 2 };
-enum { DDX_LSP_LOG_ERROR = 1, DDX_LSP_LOG_WARNING = 2, DDX_LSP_LOG_INFO = 3, DDX_LSP_LOG_DEBUG = 4 };
+enum {
+  DDX_LSP_LOG_ERROR = 1,
+  DDX_LSP_LOG_WARNING = 2,
+  DDX_LSP_LOG_INFO = 3,
+  DDX_LSP_LOG_DEBUG = 4
+};
 
 /* JSON-RPC / LSP error codes */
 enum {
@@ -109,19 +114,19 @@ struct ddx_lsp_job {
   struct ddx_lsp_server *s;
   ddx_lsp_job_t *next;
   int kind;
-  atomic_int cancel;      /* set by the loop thread */
-  atomic_ullong done;     /* bytes scanned so far */
-  uint64_t total;         /* bytes to scan (0 unknown) */
-  ddx_lsp_catalog_t *cat; /* in */
-  ddx_lsp_text_t *text;   /* in: snapshot (DOC, TEXT) */
-  char *path;             /* in: file to stream (FILE) */
-  char *uri;              /* the document or file it is for */
-  int64_t version;        /* in: document version of the snapshot */
-  json_t *req_id;         /* the request to answer, or NULL */
-  json_t *token;          /* work-done progress token, or NULL */
-  int progress;           /* 0 none, 1 token being created, 2 ready, 3 begun, 4 ended */
-  int64_t create_id;      /* id of our window/workDoneProgress/create request */
-  const char *title;      /* progress title */
+  atomic_int cancel;        /* set by the loop thread */
+  atomic_ullong done;       /* bytes scanned so far */
+  uint64_t total;           /* bytes to scan (0 unknown) */
+  ddx_lsp_catalog_t *cat;   /* in */
+  ddx_lsp_text_t *text;     /* in: snapshot (DOC, TEXT) */
+  char *path;               /* in: file to stream (FILE) */
+  char *uri;                /* the document or file it is for */
+  int64_t version;          /* in: document version of the snapshot */
+  json_t *req_id;           /* the request to answer, or NULL */
+  json_t *token;            /* work-done progress token, or NULL */
+  int progress;             /* 0 none, 1 token being created, 2 ready, 3 begun, 4 ended */
+  int64_t create_id;        /* id of our window/workDoneProgress/create request */
+  const char *title;        /* progress title */
   ddx_lsp_result_t *result; /* out */
   int rc;                   /* out: 0, or a negative engine code */
   ddx_error_t err;          /* out */
@@ -170,9 +175,9 @@ struct ddx_lsp_server {
   char *rbuf; /* unparsed input */
   size_t rlen, rcap;
   size_t max_frame;
-  int rstate;         /* 0 headers, 1 body, 2 resync (discard to the next header) */
-  size_t body_len;    /* body size of the frame being read */
-  size_t hdr_len;     /* header bytes before the body */
+  int rstate;      /* 0 headers, 1 body, 2 resync (discard to the next header) */
+  size_t body_len; /* body size of the frame being read */
+  size_t hdr_len;  /* header bytes before the body */
   ddx_lsp_wmsg_t *wq_head, *wq_tail;
   bool writing;
   uv_write_t wreq;
@@ -190,14 +195,14 @@ struct ddx_lsp_server {
   bool parent_timer_on, progress_timer_on;
   uint64_t parent_interval_ms;
   /* settings */
-  char *rules_default;  /* the built-in catalog folder */
-  char **extra_rules;   /* ddx.rules.extraPaths */
+  char *rules_default; /* the built-in catalog folder */
+  char **extra_rules;  /* ddx.rules.extraPaths */
   size_t nextra_rules;
-  char *dsconfig_path;  /* ddx.dsConfig.path */
-  bool allow_outside;   /* ddx.diagnoseFile.allowOutsideWorkspace */
-  double model_params;  /* ddx.model.parameters */
-  int64_t world_size;   /* ddx.world.size */
-  char **folders;       /* workspace folders (local paths) */
+  char *dsconfig_path; /* ddx.dsConfig.path */
+  bool allow_outside;  /* ddx.diagnoseFile.allowOutsideWorkspace */
+  double model_params; /* ddx.model.parameters */
+  int64_t world_size;  /* ddx.world.size */
+  char **folders;      /* workspace folders (local paths) */
   size_t nfolders;
   ddx_lsp_catalog_t *cat;
   ddx_lsp_doc_t *docs;
@@ -256,8 +261,8 @@ void ddx_lsp_progress_tick(ddx_lsp_server_t *s);
 void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload);
 char *ddx_lsp_rule_href(const ddx_lsp_catalog_t *c, const ddx_rule_t *r);
 json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
-json_t *ddx_lsp_did_change_configuration(ddx_lsp_server_t *s, json_t *params,
-                                         ddx_lsp_call_t *call);
+json_t *ddx_lsp_work_done_cancel(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
+json_t *ddx_lsp_did_change_configuration(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
 
 /* lsp_hover.c */
 json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
@@ -266,11 +271,9 @@ json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call)
 json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
 bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path);
 
-/* lsp_config.c: the only file that calls the ds_config patcher
- * (ddx/dsconfig.h); it degrades to "not available" when the build has no
- * server/dsconfig.c yet. */
+/* lsp_config.c: the only file that calls the ds_config parser and patch
+ * planner (ddx/dsconfig.h). */
 typedef struct ddx_lsp_cfg ddx_lsp_cfg_t;
-bool ddx_lsp_cfg_available(void);
 /* Parses text; NULL with why filled when it is not plain JSON. */
 ddx_lsp_cfg_t *ddx_lsp_cfg_parse(const char *text, size_t len, char *why, size_t whycap);
 void ddx_lsp_cfg_free(ddx_lsp_cfg_t *c);
@@ -286,7 +289,6 @@ int ddx_lsp_cfg_plan(const ddx_lsp_cfg_t *c, const char *patch_json, ddx_lsp_edi
 void ddx_lsp_edits_free(ddx_lsp_edit_t *e, size_t n);
 /* The dotted key path ("zero_optimization.stage") of the key string that
  * covers byte offset off in a JSON text, or NULL. Tolerant of bad JSON. */
-char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *kstart,
-                          size_t *kend);
+char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *kstart, size_t *kend);
 
 #endif

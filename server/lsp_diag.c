@@ -1,0 +1,779 @@
+/* lsp_diag.c - the language server's work (see ddx/lsp.h): the catalog it
+ * shares with scans, scans on the libuv thread pool (documents, text from
+ * ddx.diagnoseText, files streamed by ddx.diagnoseFile), work-done
+ * progress, cancellation, publishDiagnostics, workspace/executeCommand and
+ * the client's settings.
+ *
+ * A scan works on a snapshot (an immutable text reference) and a catalog
+ * reference: the loop thread may apply edits or reload the catalog while it
+ * runs. Its result is published only when the document still has the
+ * version it scanned. */
+#include "ddx/lsp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ddx/report.h"
+
+#define LSP_FEED_CHUNK ((size_t)1 << 20)
+#define LSP_PROGRESS_MS 200
+#define LSP_CATALOG_URL "https://github.com/ddx-dev/ddx/blob/main/rules/"
+
+/* ---------------------------------------------------------------- catalog */
+
+ddx_lsp_catalog_t *ddx_lsp_catalog_ref(ddx_lsp_catalog_t *c) {
+  if (c) c->refs++;
+  return c;
+}
+
+void ddx_lsp_catalog_unref(ddx_lsp_catalog_t *c) {
+  if (!c || --c->refs > 0) return;
+  ddx_catalog_free(c->cat);
+  free(c->root);
+  free(c);
+}
+
+static bool lsp_is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The built-in catalog, found as the CLI finds it: $DDX_RULES, next to the
+ * binary, then the source tree it was built from. */
+static char *lsp_default_rules(void) {
+  const char *env = getenv("DDX_RULES");
+  if (env && *env) return strdup(env);
+  char exe[PATH_MAX], cand[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    const char *sub[] = {"/../rules", "/../share/ddx/rules", "/rules"};
+    for (size_t i = 0; i < 3; i++) {
+      snprintf(cand, sizeof cand, "%s%s", exe, sub[i]);
+      if (lsp_is_dir(cand)) return strdup(cand);
+    }
+  }
+#ifdef DDX_SOURCE_RULES_DIR
+  if (lsp_is_dir(DDX_SOURCE_RULES_DIR)) return strdup(DDX_SOURCE_RULES_DIR);
+#endif
+  return strdup("rules");
+}
+
+static int lsp_load(ddx_lsp_server_t *s, bool with_extra, ddx_lsp_catalog_t **out,
+                    ddx_error_t *err) {
+  const char *paths[65];
+  size_t n = 0;
+  paths[n++] = s->rules_default;
+  for (size_t i = 0; with_extra && i < s->nextra_rules && n < 65; i++)
+    paths[n++] = s->extra_rules[i];
+  ddx_catalog_t *cat = NULL;
+  int rc = ddx_catalog_load(&cat, paths, n, err);
+  if (rc) return rc;
+  ddx_lsp_catalog_t *c = calloc(1, sizeof *c);
+  if (!c) {
+    ddx_catalog_free(cat);
+    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  }
+  c->refs = 1;
+  c->cat = cat;
+  c->root = strdup(s->rules_default);
+  *out = c;
+  return 0;
+}
+
+int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap) {
+  if (!s->rules_default) s->rules_default = lsp_default_rules();
+  ddx_error_t err = {0};
+  ddx_lsp_catalog_t *c = NULL;
+  int rc = lsp_load(s, true, &c, &err);
+  if (rc) {
+    snprintf(errbuf, errcap, "ddx: the rule catalog did not load: %s", err.msg);
+    ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "%s", errbuf);
+    /* A broken user rule must not take the built-in catalog down with it. */
+    if (s->nextra_rules && !s->cat) {
+      ddx_error_t e2 = {0};
+      if (lsp_load(s, false, &c, &e2) == 0) s->cat = c;
+    }
+    return -1;
+  }
+  for (size_t i = 0; i < c->cat->warnings.n; i++)
+    ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "rules: %s", c->cat->warnings.v[i]);
+  ddx_lsp_catalog_unref(s->cat);
+  s->cat = c;
+  ddx_lsp_log(s, DDX_LSP_LOG_INFO, "catalog: %zu rules from %s%s", c->cat->nrules, s->rules_default,
+              s->nextra_rules ? " and the extra rule folders" : "");
+  /* Open logs are diagnosed again with the new catalog. */
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
+    if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);
+  return 0;
+}
+
+char *ddx_lsp_rule_href(const ddx_lsp_catalog_t *c, const ddx_rule_t *r) {
+  size_t n = c->root ? strlen(c->root) : 0;
+  if (n && !strncmp(r->file, c->root, n) && r->file[n] == '/') {
+    size_t k = strlen(LSP_CATALOG_URL) + strlen(r->file + n + 1) + 1;
+    char *u = malloc(k);
+    if (u) snprintf(u, k, "%s%s", LSP_CATALOG_URL, r->file + n + 1);
+    return u;
+  }
+  /* A user rule has no public page: its file is its documentation. */
+  char *real = realpath(r->file, NULL);
+  char *u = ddx_lsp_path_to_uri(real ? real : r->file);
+  free(real);
+  return u;
+}
+
+/* ----------------------------------------------------------------- results */
+
+void ddx_lsp_result_free(ddx_lsp_result_t *r) {
+  if (!r) return;
+  ddx_diagnosis_free(&r->diag);
+  ddx_scan_free(&r->scan);
+  ddx_lsp_text_unref(r->text);
+  ddx_lsp_catalog_unref(r->cat);
+  free(r);
+}
+
+/* ------------------------------------------------------------ the worker */
+
+/* Runs on a pool thread: touches only the job, its snapshot and the
+ * (immutable, shareable) catalog. */
+static void lsp_work(uv_work_t *req) {
+  ddx_lsp_job_t *j = req->data;
+  ddx_lsp_result_t *r = calloc(1, sizeof *r);
+  if (!r) {
+    j->rc = ddx_error_set(&j->err, DDX_ENOMEM, "out of memory");
+    return;
+  }
+  j->result = r;
+  if (ddx_scan_init(&r->scan, j->cat->cat)) {
+    j->rc = ddx_error_set(&j->err, DDX_ENOMEM, "out of memory");
+    return;
+  }
+  int rc = 0;
+  if (j->kind == DDX_LSP_JOB_FILE) {
+    int fd = open(j->path, O_RDONLY);
+    char *buf = malloc(LSP_FEED_CHUNK);
+    if (fd < 0 || !buf) {
+      j->rc = ddx_error_set(&j->err, DDX_EIO, "%s: %s", j->path,
+                            fd < 0 ? strerror(errno) : "out of memory");
+      if (fd >= 0) close(fd);
+      free(buf);
+      return;
+    }
+    rc = ddx_scan_begin(&r->scan, j->path);
+    while (!rc) {
+      if (atomic_load(&j->cancel)) {
+        rc = DDX_EINVAL;
+        ddx_error_set(&j->err, rc, "cancelled");
+        break;
+      }
+      ssize_t n = read(fd, buf, LSP_FEED_CHUNK);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        rc = ddx_error_set(&j->err, DDX_EIO, "%s: read failed: %s", j->path, strerror(errno));
+        break;
+      }
+      if (n == 0) break;
+      rc = ddx_scan_feed(&r->scan, buf, (size_t)n);
+      atomic_fetch_add(&j->done, (unsigned long long)n);
+    }
+    int rc2 = ddx_scan_end(&r->scan);
+    if (!rc) rc = rc2;
+    close(fd);
+    free(buf);
+  } else {
+    const char *name = j->uri ? ddx_lsp_basename(j->uri) : "text";
+    rc = ddx_scan_begin(&r->scan, name);
+    for (size_t off = 0; !rc && off < j->text->len; off += LSP_FEED_CHUNK) {
+      if (atomic_load(&j->cancel)) {
+        rc = ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
+        break;
+      }
+      size_t n = j->text->len - off < LSP_FEED_CHUNK ? j->text->len - off : LSP_FEED_CHUNK;
+      rc = ddx_scan_feed(&r->scan, j->text->data + off, n);
+      atomic_fetch_add(&j->done, (unsigned long long)n);
+    }
+    int rc2 = ddx_scan_end(&r->scan);
+    if (!rc) rc = rc2;
+  }
+  if (!rc && atomic_load(&j->cancel)) rc = ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
+  if (!rc)
+    rc = ddx_diagnose(&r->diag, &r->scan, &j->err);
+  else if (!j->err.msg[0])
+    ddx_error_set(&j->err, rc, "scan failed");
+  if (rc) {
+    ddx_scan_free(&r->scan);
+    free(r);
+    j->result = NULL;
+  }
+  j->rc = rc;
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+static json_t *lsp_loc(const ddx_lsp_server_t *s, const char *uri, const ddx_lsp_text_t *t,
+                       uint64_t line1) {
+  size_t line = line1 ? (size_t)(line1 - 1) : 0;
+  json_t *range;
+  if (t) {
+    range = ddx_lsp_line_range(t, s->encoding, line);
+  } else {
+    /* A streamed file has no text here: the whole line is from its start
+     * to the start of the next. */
+    range = json_pack("{s:{s:I,s:i}, s:{s:I,s:i}}", "start", "line", (json_int_t)line, "character",
+                      0, "end", "line", (json_int_t)line + 1, "character", 0);
+  }
+  return json_pack("{s:s, s:o}", "uri", uri, "range", range);
+}
+
+static void lsp_rank_text(char *out, size_t cap, int32_t rank, const char *host) {
+  if (rank >= 0)
+    snprintf(out, cap, "rank %d%s%s", rank, host && *host ? " on " : "", host && *host ? host : "");
+  else
+    snprintf(out, cap, "rank unknown%s%s", host && *host ? ", host " : "",
+             host && *host ? host : "");
+}
+
+static int lsp_severity(int sev) {
+  return sev == DDX_SEV_ERROR ? 1 : sev == DDX_SEV_WARNING ? 2 : 3;
+}
+
+static json_t *lsp_diag_base(const ddx_lsp_catalog_t *c, const ddx_rule_t *r, json_t *range,
+                             int severity, const char *msg, int incident, const char *role) {
+  char *href = ddx_lsp_rule_href(c, r);
+  json_t *d =
+      json_pack("{s:o, s:i, s:s, s:s, s:o, s:{s:s, s:i, s:s}}", "range", range, "severity",
+                severity, "code", r->id, "source", "ddx", "message", ddx_lsp_jstr(msg, strlen(msg)),
+                "data", "rule", r->id, "incident", incident, "role", role);
+  if (href) json_object_set_new(d, "codeDescription", json_pack("{s:s}", "href", href));
+  free(href);
+  return d;
+}
+
+/* Renders a diagnosis as LSP diagnostics: each incident at its initiating
+ * line (Error/Warning/Information by severity), its collateral classes as
+ * Information at their first line, linked both ways. */
+static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t *r,
+                               const char *uri) {
+  json_t *arr = json_array();
+  const ddx_diagnosis_t *dg = &r->diag;
+  const ddx_lsp_text_t *t = r->text;
+  for (size_t i = 0; i < dg->n && json_array_size(arr) < DDX_LSP_MAX_DIAGNOSTICS; i++) {
+    const ddx_incident_t *inc = &dg->incidents[i];
+    if (!inc->hit) continue;
+    const ddx_rule_t *rule = inc->rule;
+    char rank[128], msg[4096];
+    lsp_rank_text(rank, sizeof rank, inc->rank, inc->hit->meta.host);
+    char ranks[256] = "";
+    if (inc->ranks.n > 1) {
+      char rs[200];
+      ddx_rankset_format(&inc->ranks, rs, sizeof rs);
+      snprintf(ranks, sizeof ranks, " (%llu events on ranks %s)", (unsigned long long)inc->count,
+               rs);
+    }
+    snprintf(msg, sizeof msg, "%s: %s, %s%s%s%s", i == 0 ? "Initiating failure" : "Failure",
+             rule->title, rank, ranks, rule->fix.n ? ". Fix: " : "",
+             rule->fix.n ? rule->fix.v[0] : "");
+    json_t *loc = lsp_loc(s, uri, t, inc->hit->line);
+    json_t *d = lsp_diag_base(r->cat, rule, json_incref(json_object_get(loc, "range")),
+                              lsp_severity(inc->severity), msg, (int)i, "cause");
+    json_t *related = json_array();
+    json_t *coll = json_array();
+    for (size_t k = 0; k < inc->ncollateral; k++) {
+      const ddx_collateral_t *c = &inc->collateral[k];
+      if (!c->first) continue;
+      char rs[200], cm[1024], rm[512];
+      ddx_rankset_format(&c->ranks, rs, sizeof rs);
+      json_t *cloc = lsp_loc(s, uri, t, c->first->line);
+      snprintf(rm, sizeof rm, "collateral: %s, %llu event%s on ranks %s", c->rule->id,
+               (unsigned long long)c->count, c->count == 1 ? "" : "s", rs[0] ? rs : "?");
+      json_array_append_new(related, json_pack("{s:O, s:o}", "location", cloc, "message",
+                                               ddx_lsp_jstr(rm, strlen(rm))));
+      snprintf(cm, sizeof cm, "Collateral of %s (%s, line %llu): %s; %llu event%s on ranks %s. %s",
+               rule->id, rank, (unsigned long long)inc->hit->line, c->rule->title,
+               (unsigned long long)c->count, c->count == 1 ? "" : "s", rs[0] ? rs : "?",
+               c->why ? c->why : "");
+      json_t *cd = lsp_diag_base(r->cat, c->rule, json_incref(json_object_get(cloc, "range")), 3,
+                                 cm, (int)i, "collateral");
+      json_decref(cloc);
+      snprintf(rm, sizeof rm, "initiating failure: %s, %s", rule->id, rank);
+      json_object_set_new(
+          cd, "relatedInformation",
+          json_pack("[{s:O, s:o}]", "location", loc, "message", ddx_lsp_jstr(rm, strlen(rm))));
+      json_array_append_new(coll, cd);
+    }
+    if (json_array_size(related)) json_object_set(d, "relatedInformation", related);
+    json_decref(related);
+    json_decref(loc);
+    json_array_append_new(arr, d);
+    size_t k;
+    json_t *cd;
+    json_array_foreach(coll, k, cd) {
+      if (json_array_size(arr) >= DDX_LSP_MAX_DIAGNOSTICS) break;
+      json_array_append(arr, cd);
+    }
+    json_decref(coll);
+  }
+  return arr;
+}
+
+static void lsp_publish(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r,
+                        int64_t version, bool has_version) {
+  json_t *p = json_pack("{s:s, s:o}", "uri", uri, "diagnostics", lsp_diagnostics(s, r, uri));
+  if (has_version) json_object_set_new(p, "version", json_integer(version));
+  ddx_lsp_notify(s, "textDocument/publishDiagnostics", p);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void lsp_progress_send(ddx_lsp_server_t *s, ddx_lsp_job_t *j, json_t *value) {
+  ddx_lsp_notify(s, "$/progress", json_pack("{s:O, s:o}", "token", j->token, "value", value));
+}
+
+static void lsp_progress_end(ddx_lsp_server_t *s, ddx_lsp_job_t *j, const char *msg) {
+  if (j->progress == 3)
+    lsp_progress_send(s, j, json_pack("{s:s, s:s}", "kind", "end", "message", msg));
+  j->progress = 4;
+}
+
+void ddx_lsp_progress_tick(ddx_lsp_server_t *s) {
+  bool any = false;
+  for (ddx_lsp_job_t *j = s->jobs; j; j = j->next) {
+    if (j->progress == 1) any = true;
+    if (j->progress != 2 && j->progress != 3) continue;
+    any = true;
+    unsigned long long done = atomic_load(&j->done);
+    int pct = j->total ? (int)(done * 100 / j->total) : 0;
+    if (pct > 100) pct = 100;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%.1f of %.1f MB", (double)done / 1e6, (double)j->total / 1e6);
+    if (j->progress == 2) {
+      lsp_progress_send(s, j,
+                        json_pack("{s:s, s:s, s:b, s:s, s:i}", "kind", "begin", "title", j->title,
+                                  "cancellable", j->req_id != NULL, "message", msg, "percentage",
+                                  pct));
+      j->progress = 3;
+    } else {
+      lsp_progress_send(
+          s, j, json_pack("{s:s, s:s, s:i}", "kind", "report", "message", msg, "percentage", pct));
+    }
+  }
+  if (!any && s->progress_timer_on) uv_timer_stop(&s->progress_timer);
+}
+
+static void lsp_on_progress_timer(uv_timer_t *t) {
+  ddx_lsp_progress_tick(t->data);
+}
+
+/* Asks for work-done progress: the client's token when the request brought
+ * one, else a token we create (when the client supports it). */
+static void lsp_progress_want(ddx_lsp_server_t *s, ddx_lsp_job_t *j, json_t *token) {
+  if (s->exiting) return;
+  if (token && (json_is_string(token) || json_is_integer(token))) {
+    j->token = json_incref(token);
+    j->progress = 2;
+  } else if (s->cap_progress) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "ddx-%lld", (long long)++s->next_token);
+    j->token = json_string(buf);
+    j->progress = 1;
+    j->create_id =
+        ddx_lsp_request(s, "window/workDoneProgress/create", json_pack("{s:O}", "token", j->token));
+  } else {
+    return;
+  }
+  if (!s->progress_timer_on) {
+    if (uv_timer_init(&s->loop, &s->progress_timer)) return;
+    s->progress_timer.data = s;
+    s->progress_timer_on = true;
+  }
+  if (!uv_is_active((uv_handle_t *)&s->progress_timer))
+    uv_timer_start(&s->progress_timer, lsp_on_progress_timer, LSP_PROGRESS_MS, LSP_PROGRESS_MS);
+}
+
+void ddx_lsp_progress_response(ddx_lsp_server_t *s, int64_t id, bool ok) {
+  for (ddx_lsp_job_t *j = s->jobs; j; j = j->next)
+    if (j->progress == 1 && j->create_id == id) j->progress = ok ? 2 : 0;
+}
+
+/* window/workDoneProgress/cancel: the user pressed Cancel. */
+static json_t *lsp_progress_cancel(ddx_lsp_server_t *s, json_t *params) {
+  json_t *token = json_object_get(params, "token");
+  for (ddx_lsp_job_t *j = s->jobs; j && token; j = j->next) {
+    if (j->token && json_equal(j->token, token)) {
+      if (j->req_id)
+        ddx_lsp_cancel_request(s, j->req_id);
+      else
+        atomic_store(&j->cancel, 1);
+    }
+  }
+  return NULL;
+}
+
+/* -------------------------------------------------------------------- jobs */
+
+static void lsp_job_free(ddx_lsp_job_t *j) {
+  ddx_lsp_text_unref(j->text);
+  ddx_lsp_catalog_unref(j->cat);
+  ddx_lsp_result_free(j->result);
+  json_decref(j->req_id);
+  json_decref(j->token);
+  free(j->path);
+  free(j->uri);
+  free(j);
+}
+
+static void lsp_job_unlink(ddx_lsp_server_t *s, ddx_lsp_job_t *j) {
+  for (ddx_lsp_job_t **pp = &s->jobs; *pp; pp = &(*pp)->next) {
+    if (*pp == j) {
+      *pp = j->next;
+      return;
+    }
+  }
+}
+
+static json_t *lsp_report(const ddx_lsp_result_t *r, double seconds) {
+  ddx_report_opts_t o = {.seconds = seconds};
+  char *js = ddx_report_json(&r->diag, &o);
+  if (!js) return NULL;
+  json_t *v = json_loads(js, 0, NULL);
+  free(js);
+  return v;
+}
+
+static void lsp_after_work(uv_work_t *req, int status) {
+  ddx_lsp_job_t *j = req->data;
+  ddx_lsp_server_t *s = j->s;
+  lsp_job_unlink(s, j);
+  if (j->result) {
+    /* References are counted on the loop thread only: the result takes its
+     * own here, not in the worker. */
+    j->result->cat = ddx_lsp_catalog_ref(j->cat);
+    j->result->text = ddx_lsp_text_ref(j->text);
+    j->result->version = j->version;
+  }
+  bool cancelled = status == UV_ECANCELED || atomic_load(&j->cancel);
+  double secs = (double)(ddx_lsp_now_ns() - j->start_ns) / 1e9;
+  lsp_progress_end(s, j, cancelled ? "cancelled" : j->rc ? "failed" : "done");
+  if (s->exiting) {
+    if (j->req_id)
+      ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "the server is exiting");
+    lsp_job_free(j);
+    return;
+  }
+  if (j->kind == DDX_LSP_JOB_DOC) {
+    ddx_lsp_doc_t *d = j->uri ? ddx_lsp_doc_find(s, j->uri) : NULL;
+    if (d && d->job == j) {
+      d->job = NULL;
+      if (!cancelled && j->rc == 0 && j->result && d->version == j->version && !d->rescan) {
+        ddx_lsp_result_free(d->result);
+        d->result = j->result;
+        j->result = NULL;
+        lsp_publish(s, d->uri, d->result, d->version, true);
+        if (s->trace != DDX_LSP_TRACE_OFF)
+          ddx_lsp_log(s, DDX_LSP_LOG_DEBUG, "diagnosed %s (version %lld, %zu bytes) in %.1f ms",
+                      d->uri, (long long)d->version, d->text->len, secs * 1e3);
+      } else if (!cancelled && j->rc) {
+        ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "scan of %s failed: %s", d->uri, j->err.msg);
+      }
+      /* Results for an older version are dropped; the newest text is due. */
+      if (d->rescan || (d->version != j->version && !cancelled)) {
+        d->rescan = false;
+        ddx_lsp_schedule_scan(s, d);
+      }
+    }
+    lsp_job_free(j);
+    return;
+  }
+  if (!j->req_id) { /* answered already: cancelled */
+    lsp_job_free(j);
+    return;
+  }
+  if (cancelled) {
+    ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "request cancelled");
+  } else if (j->rc || !j->result) {
+    ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_FAILED,
+                        j->err.msg[0] ? j->err.msg : "scan failed");
+  } else {
+    json_t *report = lsp_report(j->result, secs);
+    if (j->kind == DDX_LSP_JOB_FILE) {
+      /* An open document keeps the diagnostics of its own (editor) text. */
+      if (!ddx_lsp_doc_find(s, j->uri)) lsp_publish(s, j->uri, j->result, 0, false);
+      ddx_lsp_log(s, DDX_LSP_LOG_INFO, "diagnosed %s: %llu bytes, %llu lines in %.2f s", j->path,
+                  (unsigned long long)j->result->scan.bytes,
+                  (unsigned long long)j->result->scan.lines, secs);
+    }
+    if (report)
+      ddx_lsp_reply(s, j->req_id, report);
+    else
+      ddx_lsp_reply_error(s, j->req_id, DDX_LSP_INTERNAL_ERROR, "could not render the report");
+  }
+  lsp_job_free(j);
+}
+
+static ddx_lsp_job_t *lsp_job_new(ddx_lsp_server_t *s, int kind) {
+  ddx_lsp_job_t *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->s = s;
+  j->kind = kind;
+  j->req.data = j;
+  atomic_init(&j->cancel, 0);
+  atomic_init(&j->done, 0);
+  j->cat = ddx_lsp_catalog_ref(s->cat);
+  j->start_ns = ddx_lsp_now_ns();
+  j->title = kind == DDX_LSP_JOB_FILE ? "ddx: diagnosing the log file" : "ddx: diagnosing";
+  return j;
+}
+
+static int lsp_job_queue(ddx_lsp_server_t *s, ddx_lsp_job_t *j) {
+  int rc = uv_queue_work(&s->loop, &j->req, lsp_work, lsp_after_work);
+  if (rc) return rc;
+  j->next = s->jobs;
+  s->jobs = j;
+  return 0;
+}
+
+void ddx_lsp_schedule_scan(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
+  if (!s->cat || s->exiting || s->shutdown) return;
+  if (d->job) {
+    /* One scan per document at a time: the running one is stopped and the
+     * newest text is scanned when it returns. */
+    atomic_store(&d->job->cancel, 1);
+    d->rescan = true;
+    return;
+  }
+  ddx_lsp_job_t *j = lsp_job_new(s, DDX_LSP_JOB_DOC);
+  if (!j) return;
+  j->text = ddx_lsp_text_ref(d->text);
+  j->version = d->version;
+  j->uri = strdup(d->uri);
+  j->total = d->text->len;
+  if (!j->uri || lsp_job_queue(s, j)) {
+    lsp_job_free(j);
+    return;
+  }
+  d->job = j;
+  if (j->total >= DDX_LSP_PROGRESS_MIN_BYTES) lsp_progress_want(s, j, NULL);
+}
+
+void ddx_lsp_cancel_jobs(ddx_lsp_server_t *s) {
+  for (ddx_lsp_job_t *j = s->jobs; j; j = j->next) {
+    atomic_store(&j->cancel, 1);
+    uv_cancel((uv_req_t *)&j->req); /* only succeeds before it started */
+    /* Pending requests are answered now, before the shutdown response:
+     * after exit nothing can be said any more. */
+    if (j->req_id) {
+      ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "the server is shutting down");
+      json_decref(j->req_id);
+      j->req_id = NULL;
+    }
+  }
+}
+
+bool ddx_lsp_cancel_request(ddx_lsp_server_t *s, json_t *id) {
+  for (ddx_lsp_job_t *j = s->jobs; j; j = j->next) {
+    if (j->req_id && json_equal(j->req_id, id)) {
+      atomic_store(&j->cancel, 1);
+      ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "request cancelled");
+      json_decref(j->req_id);
+      j->req_id = NULL;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---------------------------------------------------------------- commands */
+
+static json_t *lsp_arg(json_t *params, const char *key) {
+  json_t *a = json_array_get(json_object_get(params, "arguments"), 0);
+  if (json_is_object(a)) a = json_object_get(a, key);
+  return a;
+}
+
+static json_t *lsp_cmd_diagnose_text(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *text = lsp_arg(params, "text");
+  if (!json_is_string(text))
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS,
+                        "ddx.diagnoseText needs the text as its first argument");
+  if (!s->cat) return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "the rule catalog is not loaded");
+  ddx_lsp_job_t *j = lsp_job_new(s, DDX_LSP_JOB_TEXT);
+  if (!j) return ddx_lsp_fail(call, DDX_LSP_INTERNAL_ERROR, "out of memory");
+  j->text = ddx_lsp_text_new(json_string_value(text), json_string_length(text));
+  j->total = json_string_length(text);
+  j->req_id = json_incref(call->id);
+  if (!j->text || lsp_job_queue(s, j)) {
+    lsp_job_free(j);
+    return ddx_lsp_fail(call, DDX_LSP_INTERNAL_ERROR, "could not start the scan");
+  }
+  call->deferred = true;
+  json_t *tok = json_object_get(params, "workDoneToken");
+  if (tok || j->total >= DDX_LSP_PROGRESS_MIN_BYTES) lsp_progress_want(s, j, tok);
+  return NULL;
+}
+
+static json_t *lsp_cmd_diagnose_file(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *juri = lsp_arg(params, "uri");
+  if (!json_is_string(juri))
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS,
+                        "ddx.diagnoseFile needs a file URI as its first argument");
+  char *path = ddx_lsp_uri_to_path(json_string_value(juri));
+  if (!path)
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "ddx.diagnoseFile: not a local file URI");
+  char *real = realpath(path, NULL);
+  free(path);
+  if (!real)
+    return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "ddx.diagnoseFile: %s", strerror(errno));
+  if (!s->allow_outside && !ddx_lsp_path_in_workspace(s, real)) {
+    json_t *r = ddx_lsp_fail(
+        call, DDX_LSP_REQUEST_FAILED,
+        "ddx.diagnoseFile: %s is outside the workspace folders (allow it with the setting "
+        "ddx.diagnoseFile.allowOutsideWorkspace)",
+        real);
+    free(real);
+    return r;
+  }
+  struct stat st;
+  if (stat(real, &st) || !S_ISREG(st.st_mode)) {
+    free(real);
+    return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "ddx.diagnoseFile: not a regular file");
+  }
+  if (!s->cat) {
+    free(real);
+    return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "the rule catalog is not loaded");
+  }
+  ddx_lsp_job_t *j = lsp_job_new(s, DDX_LSP_JOB_FILE);
+  if (!j) {
+    free(real);
+    return ddx_lsp_fail(call, DDX_LSP_INTERNAL_ERROR, "out of memory");
+  }
+  j->path = real;
+  j->uri = strdup(json_string_value(juri));
+  j->total = (uint64_t)st.st_size;
+  j->req_id = json_incref(call->id);
+  if (!j->uri || lsp_job_queue(s, j)) {
+    lsp_job_free(j);
+    return ddx_lsp_fail(call, DDX_LSP_INTERNAL_ERROR, "could not start the scan");
+  }
+  call->deferred = true;
+  lsp_progress_want(s, j, json_object_get(params, "workDoneToken"));
+  return NULL;
+}
+
+static json_t *lsp_cmd_explain(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *id = lsp_arg(params, "id");
+  if (!json_is_string(id))
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "ddx.explain needs a failure id");
+  const ddx_rule_t *r = s->cat ? ddx_catalog_find(s->cat->cat, json_string_value(id)) : NULL;
+  if (!r)
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "no failure class \"%.200s\" in the catalog",
+                        json_string_value(id));
+  ddx_report_opts_t o = {0};
+  char *js = ddx_report_explain(r, &o, true);
+  json_t *v = js ? json_loads(js, 0, NULL) : NULL;
+  free(js);
+  if (!v) return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "could not read %s", r->file);
+  char *href = ddx_lsp_rule_href(s->cat, r);
+  if (href) json_object_set_new(v, "href", json_string(href));
+  free(href);
+  return v;
+}
+
+json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  const char *cmd = json_string_value(json_object_get(params, "command"));
+  json_t *args = json_object_get(params, "arguments");
+  if (!cmd) return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "executeCommand needs a command");
+  if (args && !json_is_array(args))
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "arguments must be an array");
+  if (!strcmp(cmd, "ddx.diagnoseText")) return lsp_cmd_diagnose_text(s, params, call);
+  if (!strcmp(cmd, "ddx.diagnoseFile")) return lsp_cmd_diagnose_file(s, params, call);
+  if (!strcmp(cmd, "ddx.explain")) return lsp_cmd_explain(s, params, call);
+  return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "unknown command %.200s", cmd);
+}
+
+/* ---------------------------------------------------------------- settings */
+
+/* A setting as {"rules": {"extraPaths": ...}}, {"rules.extraPaths": ...} or
+ * {"ddx.rules.extraPaths": ...} (clients send all three shapes). */
+static json_t *lsp_setting(json_t *o, const char *a, const char *b) {
+  json_t *v = json_object_get(json_object_get(o, a), b);
+  if (v) return v;
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", a, b);
+  if ((v = json_object_get(o, key))) return v;
+  snprintf(key, sizeof key, "ddx.%s.%s", a, b);
+  return json_object_get(o, key);
+}
+
+static char *lsp_resolve(const ddx_lsp_server_t *s, const char *p) {
+  if (p[0] == '/' || !s->nfolders) return strdup(p);
+  size_t n = strlen(s->folders[0]) + strlen(p) + 2;
+  char *r = malloc(n);
+  if (r) snprintf(r, n, "%s/%s", s->folders[0], p);
+  return r;
+}
+
+void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload) {
+  if (json_is_object(json_object_get(settings, "ddx"))) settings = json_object_get(settings, "ddx");
+  if (!json_is_object(settings)) return;
+  json_t *extra = lsp_setting(settings, "rules", "extraPaths");
+  bool changed = false;
+  if (json_is_array(extra)) {
+    size_t n = 0, i;
+    json_t *e;
+    char **v = calloc(json_array_size(extra) + 1, sizeof *v);
+    json_array_foreach(extra, i, e) if (v && json_is_string(e) && json_string_length(e)) {
+      char *p = lsp_resolve(s, json_string_value(e));
+      if (p) v[n++] = p;
+    }
+    changed = n != s->nextra_rules;
+    for (size_t k = 0; !changed && k < n; k++)
+      changed = strcmp(v[k], s->extra_rules[k]) != 0;
+    for (size_t k = 0; k < s->nextra_rules; k++)
+      free(s->extra_rules[k]);
+    free(s->extra_rules);
+    s->extra_rules = v;
+    s->nextra_rules = v ? n : 0;
+  }
+  json_t *ds = lsp_setting(settings, "dsConfig", "path");
+  if (json_is_string(ds) || json_is_null(ds)) {
+    free(s->dsconfig_path);
+    s->dsconfig_path =
+        json_is_string(ds) && json_string_length(ds) ? lsp_resolve(s, json_string_value(ds)) : NULL;
+  }
+  json_t *mp = lsp_setting(settings, "model", "parameters");
+  if (json_is_number(mp)) s->model_params = json_number_value(mp);
+  json_t *ws = lsp_setting(settings, "world", "size");
+  if (json_is_integer(ws)) s->world_size = json_integer_value(ws);
+  json_t *allow = lsp_setting(settings, "diagnoseFile", "allowOutsideWorkspace");
+  if (json_is_boolean(allow)) s->allow_outside = json_is_true(allow);
+  if (reload && changed) {
+    char err[1024];
+    if (ddx_lsp_catalog_reload(s, err, sizeof err))
+      ddx_lsp_notify(s, "window/showMessage",
+                     json_pack("{s:i, s:o}", "type", DDX_LSP_LOG_ERROR, "message",
+                               ddx_lsp_jstr(err, strlen(err))));
+  }
+}
+
+json_t *ddx_lsp_did_change_configuration(ddx_lsp_server_t *s, json_t *params,
+                                         ddx_lsp_call_t *call) {
+  (void)call;
+  ddx_lsp_apply_settings(s, json_object_get(params, "settings"), true);
+  return NULL;
+}
+
+json_t *ddx_lsp_work_done_cancel(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  (void)call;
+  return lsp_progress_cancel(s, params);
+}
