@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: all deps build build-asan demo test test-unit test-asan eval format clean
+.PHONY: all deps build build-asan demo test test-unit test-asan eval format format-check clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -52,7 +52,10 @@ eval: build
 # Debian's python3 (with python3-jsonschema), whatever python3 is first on PATH.
 PY := /usr/bin/python3
 
-test: test-unit test-asan
+format-check: deps
+	@clang-format --dry-run -Werror server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h && echo "format: clean"
+
+test: format-check test-unit test-asan
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95

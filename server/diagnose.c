@@ -83,7 +83,7 @@ static bool ranks_compatible(const ddx_hit_t *a, const ddx_hit_t *b) {
 /* Context hits indexed per (rule, context pattern), in scan order (input,
  * then line), so a window is found by binary search. */
 typedef struct ctx_index {
-  size_t *idx;  /* hit indices */
+  size_t *idx; /* hit indices */
   size_t n;
 } ctx_index_t;
 
@@ -91,7 +91,8 @@ static void free_ctx_index(ctx_index_t **ix, const ddx_catalog_t *cat) {
   if (!ix) return;
   for (size_t r = 0; r < cat->nrules; r++) {
     if (!ix[r]) continue;
-    for (size_t c = 0; c < cat->rules[r].nctx; c++) free(ix[r][c].idx);
+    for (size_t c = 0; c < cat->rules[r].nctx; c++)
+      free(ix[r][c].idx);
     free(ix[r]);
   }
   free(ix);
@@ -146,8 +147,10 @@ static bool context_holds(const ddx_scan_t *s, ctx_index_t **ix, const ddx_rule_
     while (a < b) {
       size_t mid = (a + b) / 2;
       const ddx_hit_t *x = &hits[ci->idx[mid]];
-      if (x->input < h->input || (x->input == h->input && x->line < lo)) a = mid + 1;
-      else b = mid;
+      if (x->input < h->input || (x->input == h->input && x->line < lo))
+        a = mid + 1;
+      else
+        b = mid;
     }
     for (size_t k = a; ci && k < ci->n && !found; k++) {
       const ddx_hit_t *x = &hits[ci->idx[k]];
@@ -220,7 +223,8 @@ static void merge_facts(ddx_fact_t *dst, size_t *n, const ddx_fact_t *src, size_
   for (size_t i = 0; i < nsrc && *n < DDX_MAX_FACTS; i++) {
     if (!src[i].value[0]) continue;
     bool have = false;
-    for (size_t k = 0; k < *n && !have; k++) have = !strcmp(dst[k].name, src[i].name);
+    for (size_t k = 0; k < *n && !have; k++)
+      have = !strcmp(dst[k].name, src[i].name);
     if (!have) dst[(*n)++] = src[i];
   }
 }
@@ -243,11 +247,16 @@ static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
    * severity, then the earliest (or, for anchor-last rules, the latest). */
   bool better = false;
   bool afb = g->anchor.sig->fallback;
-  if (afb != fb) better = !fb;
-  else if (e->severity != g->anchor.severity) better = e->severity > g->anchor.severity;
-  else if ((e->rank >= 0) != (g->anchor.rank >= 0)) better = e->rank >= 0; /* an event that names its rank says more */
-  else if (rule->anchor_last) better = !hit_before(e->hit, g->anchor.hit);
-  else better = hit_before(e->hit, g->anchor.hit);
+  if (afb != fb)
+    better = !fb;
+  else if (e->severity != g->anchor.severity)
+    better = e->severity > g->anchor.severity;
+  else if ((e->rank >= 0) != (g->anchor.rank >= 0))
+    better = e->rank >= 0; /* an event that names its rank says more */
+  else if (rule->anchor_last)
+    better = !hit_before(e->hit, g->anchor.hit);
+  else
+    better = hit_before(e->hit, g->anchor.hit);
   if (better) g->anchor = *e;
   if (!fb) g->all_fallback = false;
   if (e->severity > g->severity) g->severity = e->severity;
@@ -295,8 +304,10 @@ static void note_record(ddx_vec_t *pids, const event_t *recent, size_t nrecent, 
     bool o_rank = ddx_hit_fact(o->hit, "rank") != NULL;
     const event_t *ranked = NULL;
     long jpid = -1;
-    if (pid > 0 && !has_rank && o_rank && opid <= 0) ranked = o, jpid = pid;
-    else if (opid > 0 && !o_rank && has_rank && pid <= 0) ranked = e, jpid = opid;
+    if (pid > 0 && !has_rank && o_rank && opid <= 0)
+      ranked = o, jpid = pid;
+    else if (opid > 0 && !o_rank && has_rank && pid <= 0)
+      ranked = e, jpid = opid;
     if (ranked && pids->len < 65536) {
       pid_rank_t *p = ddx_vec_push(pids);
       if (p) *p = (pid_rank_t){jpid, ranked->rank, ranked->local_rank};
@@ -351,8 +362,9 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
     if (ddx_layout_pid(layout, pid, host, sizeof host, &local)) {
       inc->local_rank = local;
       inc->rank = ddx_layout_global_rank(layout, host, local);
-      snprintf(note, sizeof note, "rank from process id %ld, spawned by the launcher as local rank %d%s%s",
-               pid, local, host[0] ? " on " : "", host);
+      snprintf(note, sizeof note,
+               "rank from process id %ld, spawned by the launcher as local rank %d%s%s", pid, local,
+               host[0] ? " on " : "", host);
     }
   }
   if (inc->rank < 0 && inc->local_rank >= 0) {
@@ -382,7 +394,9 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
 #define DDX_HOST_PRIORITY 90
 #define DDX_CATCHALL_PRIORITY 10
 static int cause_tier(const ddx_incident_t *x) {
-  return x->rule->priority >= DDX_HOST_PRIORITY ? 0 : x->rule->priority >= DDX_CATCHALL_PRIORITY ? 1 : 2;
+  return x->rule->priority >= DDX_HOST_PRIORITY       ? 0
+         : x->rule->priority >= DDX_CATCHALL_PRIORITY ? 1
+                                                      : 2;
 }
 
 static int incident_cmp(const void *pa, const void *pb) {
@@ -414,10 +428,12 @@ static bool strs_has(const ddx_strs_t *s, const char *v) {
 /* Catch-all rules (priority below 10) never stand beside a specific cause. */
 
 static const char *collateral_reason(const ddx_incident_t *p, const ddx_incident_t *x) {
-  if (x->role == DDX_ROLE_COLLATERAL) return "collateral class: a consequence of another rank's failure";
+  if (x->role == DDX_ROLE_COLLATERAL)
+    return "collateral class: a consequence of another rank's failure";
   if (x->role == DDX_ROLE_WRAPPER) return "wrapper: reports a failure that happened elsewhere";
   if (strs_has(&p->rule->explains, x->rule->id)) return "explained by the primary failure";
-  if (x->fallback) return "weak evidence (an exit status or a stack frame) explained by the primary failure";
+  if (x->fallback)
+    return "weak evidence (an exit status or a stack frame) explained by the primary failure";
   if (x->rule->priority < DDX_CATCHALL_PRIORITY && p->rule->priority >= DDX_CATCHALL_PRIORITY)
     return "generic error raised after the primary failure";
   return NULL;
@@ -447,8 +463,8 @@ static bool is_library_path(const char *file) {
 /* Reassembles the traceback that ends at the incident's line: frames of the
  * same rank above it, back to that rank's "Traceback" line. Other ranks'
  * lines in between (interleaving) are skipped, not a boundary. */
-#define TB_MAX_SPAN 600  /* lines above the exception */
-#define TB_MAX_GAP 80    /* lines between two frames of one traceback */
+#define TB_MAX_SPAN 600 /* lines above the exception */
+#define TB_MAX_GAP 80   /* lines between two frames of one traceback */
 static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incident_t *inc) {
   const ddx_frame_t *fr = s->frames.data;
   const ddx_hit_t *h = inc->hit;
@@ -456,8 +472,10 @@ static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
   size_t a = 0, b = s->frames.len;
   while (a < b) {
     size_t mid = (a + b) / 2;
-    if (fr[mid].input < h->input || (fr[mid].input == h->input && fr[mid].line < h->line)) a = mid + 1;
-    else b = mid;
+    if (fr[mid].input < h->input || (fr[mid].input == h->input && fr[mid].line < h->line))
+      a = mid + 1;
+    else
+      b = mid;
   }
   size_t n = 0, first = a;
   uint64_t last_line = h->line;
@@ -593,7 +611,8 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
    * conditions hold. Hits of one line are adjacent in the hit array. */
   for (size_t i = 0; i < s->hits.len;) {
     size_t j = i;
-    while (j < s->hits.len && hits[j].input == hits[i].input && hits[j].line == hits[i].line) j++;
+    while (j < s->hits.len && hits[j].input == hits[i].input && hits[j].line == hits[i].line)
+      j++;
     const ddx_hit_t *best = NULL;
     for (size_t k = i; k < j; k++) {
       const ddx_hit_t *h = &hits[k];
@@ -766,8 +785,8 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                  "only %s is visible: the failing rank's own output (rank %d) is not in this log; "
                  "rerun with `torchrun --tee 3 --log-dir logs/` or collect "
                  "`logs/*/attempt_0/%d/stderr.log`",
-                 inc->role == DDX_ROLE_WRAPPER ? "the launcher's summary" : "collateral",
-                 inc->rank, inc->local_rank >= 0 ? inc->local_rank : inc->rank);
+                 inc->role == DDX_ROLE_WRAPPER ? "the launcher's summary" : "collateral", inc->rank,
+                 inc->local_rank >= 0 ? inc->local_rank : inc->rank);
       else
         snprintf(buf, sizeof buf,
                  "only %s is visible: the initiating rank's own error is not in this log; rerun "
@@ -779,7 +798,8 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       add_missing(d, inc,
                   "the evidence is an exit status only; check `dmesg -T | grep -i -E "
                   "'killed process|oom|xid|segfault'` on the node at the time of the failure");
-    for (size_t k = 0; k < inc->rule->missing.n; k++) add_missing(d, inc, inc->rule->missing.v[k]);
+    for (size_t k = 0; k < inc->rule->missing.n; k++)
+      add_missing(d, inc, inc->rule->missing.v[k]);
     attach_traceback(d, s, inc);
   }
   d->incidents = incs;

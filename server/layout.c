@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ddx_layout_literals[] = {"WORLD INFO DICT", "global_rank_mapping",
-                                           "num_local_procs=", "dist_world_size=",
-                                           "global_ranks=", "group_world_size=",
-                                           "--world_info=", "spawned with command"};
+const char *const ddx_layout_literals[] = {
+    "WORLD INFO DICT", "global_rank_mapping", "num_local_procs=", "dist_world_size=",
+    "global_ranks=",   "group_world_size=",   "--world_info=",    "spawned with command"};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -130,7 +129,8 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
     char *json = malloc(cap);
     size_t n = json ? base64_decode(p + 13, end, json, cap) : 0;
     bool have = false;
-    for (size_t i = 0; i < l->nhosts; i++) have |= l->hosts[i].base >= 0;
+    for (size_t i = 0; i < l->nhosts; i++)
+      have |= l->hosts[i].base >= 0;
     if (n && !have) parse_dict(l, json, json + n, false);
     free(json);
   }
@@ -140,7 +140,8 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   } else if ((p = find(t, len, "WORLD INFO DICT"))) {
     const char *brace = memchr(p, '{', (size_t)(end - p));
     bool have_explicit = false;
-    for (size_t i = 0; i < l->nhosts; i++) have_explicit |= l->hosts[i].base >= 0;
+    for (size_t i = 0; i < l->nhosts; i++)
+      have_explicit |= l->hosts[i].base >= 0;
     if (brace && !have_explicit) parse_dict(l, brace, end, false);
   }
   long nprocs = number_after(t, len, "num_local_procs=");
@@ -202,7 +203,8 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
   if (local_rank < 0) return -1;
   if (host && host[0]) {
     for (size_t i = 0; i < l->nhosts; i++)
-      if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0) return l->hosts[i].base + local_rank;
+      if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0)
+        return l->hosts[i].base + local_rank;
     /* One node, or a log that only ever names this one host (a single
      * node's own log): its local ranks are the ranks the user sees. */
     if (l->nnodes == 1 || (l->nnodes < 0 && l->seen_hosts == 1 && !multi_node_seen(l)))
@@ -214,7 +216,8 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
   return l->nnodes > 1 || multi_node_seen(l) ? -1 : local_rank;
 }
 
-bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap, int32_t *local_rank) {
+bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
+                    int32_t *local_rank) {
   for (size_t i = 0; i < l->npids; i++)
     if (l->pids[i].pid == pid) {
       snprintf(host, hostcap, "%s", l->pids[i].host);
@@ -228,7 +231,8 @@ bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
 static long path_num(const char *p, const char *end) {
   long v = 0;
   const char *q = p;
-  while (q < end && *q >= '0' && *q <= '9' && q - p < 9) v = v * 10 + (*q++ - '0');
+  while (q < end && *q >= '0' && *q <= '9' && q - p < 9)
+    v = v * 10 + (*q++ - '0');
   return q == p || q != end ? -1 : v;
 }
 
@@ -239,7 +243,8 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
   const char *comp[64];
   size_t len[64], n = 0;
   for (const char *p = path; *p && n < 64;) {
-    while (*p == '/') p++;
+    while (*p == '/')
+      p++;
     if (!*p) break;
     const char *e = strchr(p, '/');
     if (!e) e = p + strlen(p);
@@ -251,8 +256,9 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
   const char *base = comp[n - 1];
   size_t blen = len[n - 1];
   /* torchrun --log-dir: <run>/attempt_<k>/<local_rank>/{stdout,stderr}.log */
-  if (n >= 3 && (!strncmp(base, "stderr.log", blen) || !strncmp(base, "stdout.log", blen) ||
-                 !strncmp(base, "error.json", blen)) &&
+  if (n >= 3 &&
+      (!strncmp(base, "stderr.log", blen) || !strncmp(base, "stdout.log", blen) ||
+       !strncmp(base, "error.json", blen)) &&
       len[n - 3] > 8 && !strncmp(comp[n - 3], "attempt_", 8)) {
     long lr = path_num(comp[n - 2], comp[n - 2] + len[n - 2]);
     if (lr >= 0) meta->local_rank = (int32_t)lr;
@@ -264,7 +270,8 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
     const char *p = base + 4, *e = base + blen;
     if (p < e && (*p == '_' || *p == '-')) p++;
     const char *d = p;
-    while (d < e && *d >= '0' && *d <= '9') d++;
+    while (d < e && *d >= '0' && *d <= '9')
+      d++;
     if (d > p && (d == e || *d == '.')) meta->rank = (int32_t)path_num(p, d);
     return;
   }
@@ -276,7 +283,8 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
     if (dash && dot && dot > dash + 1) {
       size_t hl = (size_t)(dot - dash - 1);
       long num = path_num(dash + 1, dot);
-      if (num >= 0) meta->rank = (int32_t)num; /* %t: the task id */
+      if (num >= 0)
+        meta->rank = (int32_t)num; /* %t: the task id */
       else if (hl < sizeof meta->host) {
         memcpy(meta->host, dash + 1, hl);
         meta->host[hl] = 0;

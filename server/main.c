@@ -24,7 +24,8 @@ static const char *const usage_text =
     "usage: ddx <command> [options]\n"
     "\n"
     "commands:\n"
-    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] FILE|DIR...|-\n"
+    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] "
+    "FILE|DIR...|-\n"
     "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
@@ -106,7 +107,8 @@ static int emit(char *s) {
 }
 
 static void free_inputs(ddx_vec_t *v) {
-  for (size_t i = 0; i < v->len; i++) free(DDX_VEC_AT(v, char *, i));
+  for (size_t i = 0; i < v->len; i++)
+    free(DDX_VEC_AT(v, char *, i));
   ddx_vec_free(v);
 }
 
@@ -192,10 +194,14 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
               cat->rules[r].id, cat->rules[r].file, (unsigned long long)scan.rule_regex_errors[r]);
   ddx_report_opts_t o = {.seconds = now_s() - t0};
   o.color = color >= 0 ? color : (isatty(1) && !getenv("NO_COLOR"));
-  if (evidence) rc = emit(ddx_report_evidence(&d, &o));
-  else if (!strcmp(format, "json")) rc = emit(ddx_report_json(&d, &o));
-  else if (!strcmp(format, "sarif")) rc = emit(ddx_report_sarif(&d, &o));
-  else rc = emit(ddx_report_text(&d, &o));
+  if (evidence)
+    rc = emit(ddx_report_evidence(&d, &o));
+  else if (!strcmp(format, "json"))
+    rc = emit(ddx_report_json(&d, &o));
+  else if (!strcmp(format, "sarif"))
+    rc = emit(ddx_report_sarif(&d, &o));
+  else
+    rc = emit(ddx_report_text(&d, &o));
   if (!rc) rc = ddx_diagnosis_has_error(&d) ? 1 : 0;
   ddx_diagnosis_free(&d);
   ddx_scan_free(&scan);
@@ -207,10 +213,12 @@ static int cmd_explain(cli_t *c, int argc, char **argv) {
   bool json = false;
   const char *id = NULL;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = true;
+    if (!strcmp(argv[i], "--json"))
+      json = true;
     else if (!strcmp(argv[i], "--rules") && i + 1 < argc) {
       if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[++i];
-    } else id = argv[i];
+    } else
+      id = argv[i];
   }
   if (!id) return usage("explain needs a failure id (see `ddx rules list`)");
   ddx_catalog_t *cat;
@@ -287,18 +295,21 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
   if (argc == 0) return usage("rules needs list, check or --patterns");
   const char *sub = argv[0];
   for (int i = 1; i < argc; i++)
-    if (c->nrule_dirs < MAX_RULE_DIRS && strcmp(argv[i], "--rules")) c->rule_dirs[c->nrule_dirs++] = argv[i];
+    if (c->nrule_dirs < MAX_RULE_DIRS && strcmp(argv[i], "--rules"))
+      c->rule_dirs[c->nrule_dirs++] = argv[i];
   ddx_catalog_t *cat;
   int rc = load_catalog(c, &cat);
   if (rc) return rc;
   if (!strcmp(sub, "list")) {
     for (size_t i = 0; i < cat->nrules; i++) {
       const ddx_rule_t *r = &cat->rules[i];
-      printf("%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority, r->title);
+      printf("%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity),
+             ddx_role_name((int)r->role), r->priority, r->title);
     }
   } else if (!strcmp(sub, "--patterns")) {
     for (size_t i = 0; i < cat->nrules; i++)
-      for (size_t k = 0; k < cat->rules[i].nsigs; k++) printf("%s\n", cat->rules[i].sigs[k].regex);
+      for (size_t k = 0; k < cat->rules[i].nsigs; k++)
+        printf("%s\n", cat->rules[i].sigs[k].regex);
   } else if (!strcmp(sub, "check")) {
     size_t fails = 0, warns = 0, samples = 0;
     for (size_t i = 0; i < cat->nrules; i++) {
@@ -321,7 +332,8 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         char why[512];
         samples++;
         if (!run_sample(cat, r, &r->positive[k], why, sizeof why)) {
-          printf("FAIL: %s: $.samples.positive[%zu]: rule %s did not match (%s%s)\n", r->file, k, r->id, strncmp(why, "fact", 4) ? "diagnosed as " : "", why);
+          printf("FAIL: %s: $.samples.positive[%zu]: rule %s did not match (%s%s)\n", r->file, k,
+                 r->id, strncmp(why, "fact", 4) ? "diagnosed as " : "", why);
           fails++;
         }
       }
@@ -329,12 +341,14 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         char why[512];
         samples++;
         if (run_sample(cat, r, &r->negative[k], why, sizeof why)) {
-          printf("FAIL: %s: $.samples.negative[%zu]: rule %s matched a near miss\n", r->file, k, r->id);
+          printf("FAIL: %s: $.samples.negative[%zu]: rule %s matched a near miss\n", r->file, k,
+                 r->id);
           fails++;
         }
       }
     }
-    printf("%zu rules, %zu samples, %zu warnings, %zu failures (JIT %s)\n", cat->nrules, samples, warns, fails, cat->jit ? "on" : "off");
+    printf("%zu rules, %zu samples, %zu warnings, %zu failures (JIT %s)\n", cat->nrules, samples,
+           warns, fails, cat->jit ? "on" : "off");
     printf("%zu passed, %zu failed\n", samples - fails, fails);
     rc = fails ? 1 : 0;
   } else {

@@ -20,9 +20,9 @@
 typedef struct pf_lit {
   const char *bytes; /* owned copy */
   uint32_t len;
-  uint32_t anchor;   /* offset of the indexed window inside the literal */
-  uint32_t word;     /* the 4 anchor bytes (long literals) */
-  int32_t next;      /* next literal in the same bucket, -1 ends */
+  uint32_t anchor; /* offset of the indexed window inside the literal */
+  uint32_t word;   /* the 4 anchor bytes (long literals) */
+  int32_t next;    /* next literal in the same bucket, -1 ends */
 } pf_lit_t;
 
 struct ddx_prefilter {
@@ -54,7 +54,8 @@ static void pf_pairfreq_init(pf_pairfreq_t *f) {
  * common pairs, such as a lowercase word, occurs everywhere). */
 static unsigned pf_window_cost(const pf_pairfreq_t *f, const unsigned char *w, size_t n) {
   unsigned c = 0;
-  for (size_t i = 0; i + 1 < n; i++) c += f->score[w[i]][w[i + 1]];
+  for (size_t i = 0; i + 1 < n; i++)
+    c += f->score[w[i]][w[i + 1]];
   return c;
 }
 
@@ -93,7 +94,8 @@ ddx_prefilter_t *ddx_prefilter_new(void) {
 
 void ddx_prefilter_free(ddx_prefilter_t *pf) {
   if (!pf) return;
-  for (size_t i = 0; i < pf->n; i++) free((void *)pf->lits[i].bytes);
+  for (size_t i = 0; i < pf->n; i++)
+    free((void *)pf->lits[i].bytes);
   free(pf->lits);
   free(pf->bucket);
   free(pf->pair_bucket);
@@ -135,8 +137,10 @@ int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
   }
   pf_lit_t *l = &pf->lits[pf->n];
   *l = (pf_lit_t){copy, (uint32_t)len, anchor, 0, -1};
-  if (len >= 4) l->word = load32((const unsigned char *)copy + anchor);
-  else pf->has_short = true;
+  if (len >= 4)
+    l->word = load32((const unsigned char *)copy + anchor);
+  else
+    pf->has_short = true;
   return (int32_t)pf->n++;
 }
 
@@ -144,8 +148,10 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
   pf->bucket = malloc(HASH_SIZE * sizeof *pf->bucket);
   pf->pair_bucket = malloc(65536 * sizeof *pf->pair_bucket);
   if (!pf->bucket || !pf->pair_bucket) return -1;
-  for (size_t i = 0; i < HASH_SIZE; i++) pf->bucket[i] = -1;
-  for (size_t i = 0; i < 65536; i++) pf->pair_bucket[i] = -1;
+  for (size_t i = 0; i < HASH_SIZE; i++)
+    pf->bucket[i] = -1;
+  for (size_t i = 0; i < 65536; i++)
+    pf->pair_bucket[i] = -1;
   memset(pf->bitmap, 0, sizeof pf->bitmap);
   memset(pf->pair_bitmap, 0, sizeof pf->pair_bitmap);
   /* Insert in reverse so that each bucket lists literals in id order. */

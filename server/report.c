@@ -18,13 +18,15 @@ static const char *input_name(const ddx_diagnosis_t *d, uint32_t input) {
 
 static json_t *strs_json(const ddx_strs_t *s) {
   json_t *a = json_array();
-  for (size_t i = 0; i < s->n; i++) json_array_append_new(a, json_string(s->v[i]));
+  for (size_t i = 0; i < s->n; i++)
+    json_array_append_new(a, json_string(s->v[i]));
   return a;
 }
 
 static json_t *ranks_json(const ddx_rankset_t *r) {
   json_t *a = json_array();
-  for (size_t i = 0; i < r->n; i++) json_array_append_new(a, json_integer(r->v[i]));
+  for (size_t i = 0; i < r->n; i++)
+    json_array_append_new(a, json_integer(r->v[i]));
   return a;
 }
 
@@ -36,9 +38,14 @@ static json_t *text_json(const char *s) {
   ddx_sb_init(&b);
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {
-    size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+    size_t n = *p < 0x80             ? 1
+               : (*p & 0xE0) == 0xC0 ? 2
+               : (*p & 0xF0) == 0xE0 ? 3
+               : (*p & 0xF8) == 0xF0 ? 4
+                                     : 0;
     bool ok = n > 0;
-    for (size_t k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
+    for (size_t k = 1; ok && k < n; k++)
+      ok = (p[k] & 0xC0) == 0x80;
     if (ok && n > 1) ok = json_stringn((const char *)p, n) != NULL; /* rejects overlongs */
     if (ok) {
       ddx_sb_putn(&b, (const char *)p, n);
@@ -56,7 +63,8 @@ static json_t *text_json(const char *s) {
 
 static json_t *facts_json(const ddx_fact_t *f, size_t n) {
   json_t *o = json_object();
-  for (size_t i = 0; i < n; i++) json_object_set_new(o, f[i].name, text_json(f[i].value));
+  for (size_t i = 0; i < n; i++)
+    json_object_set_new(o, f[i].name, text_json(f[i].value));
   return o;
 }
 
@@ -76,7 +84,8 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "role", json_string(ddx_role_name(inc->role)));
   json_object_set_new(o, "phase", json_string(r->phase));
   json_object_set_new(o, "rank", inc->rank >= 0 ? json_integer(inc->rank) : json_null());
-  json_object_set_new(o, "local_rank", inc->local_rank >= 0 ? json_integer(inc->local_rank) : json_null());
+  json_object_set_new(o, "local_rank",
+                      inc->local_rank >= 0 ? json_integer(inc->local_rank) : json_null());
   json_object_set_new(o, "host", h->meta.host[0] ? text_json(h->meta.host) : json_null());
   json_object_set_new(o, "file", text_json(input_name(d, h->input)));
   json_object_set_new(o, "line", json_integer((json_int_t)h->line));
@@ -93,12 +102,17 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   }
   json_object_set_new(o, "traceback", tb);
   if (inc->user_frame)
-    json_object_set_new(o, "user_frame", json_pack("{s:o,s:I,s:o}", "file", text_json(inc->user_frame->file), "line", (json_int_t)inc->user_frame->lineno, "function", inc->user_frame->func ? text_json(inc->user_frame->func) : json_null()));
+    json_object_set_new(
+        o, "user_frame",
+        json_pack("{s:o,s:I,s:o}", "file", text_json(inc->user_frame->file), "line",
+                  (json_int_t)inc->user_frame->lineno, "function",
+                  inc->user_frame->func ? text_json(inc->user_frame->func) : json_null()));
   else
     json_object_set_new(o, "user_frame", json_null());
   json_object_set_new(o, "ranks", ranks_json(&inc->ranks));
   json_object_set_new(o, "count", json_integer((json_int_t)inc->count));
-  json_object_set_new(o, "confidence", json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
+  json_object_set_new(o, "confidence",
+                      json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
   json_object_set_new(o, "fallback", json_boolean(inc->fallback));
   json_object_set_new(o, "rank_note", inc->rank_note ? json_string(inc->rank_note) : json_null());
   if (inc->quiet_first.n) json_object_set_new(o, "quiet_first", ranks_json(&inc->quiet_first));
@@ -123,7 +137,8 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   json_object_set_new(o, "fix", strs_json(&r->fix));
   json_object_set_new(o, "verify", r->verify ? json_string(r->verify) : json_null());
   json_t *miss = json_array();
-  for (size_t i = 0; i < inc->nmissing; i++) json_array_append_new(miss, json_string(inc->missing[i]));
+  for (size_t i = 0; i < inc->nmissing; i++)
+    json_array_append_new(miss, json_string(inc->missing[i]));
   json_object_set_new(o, "missing", miss);
   json_object_set_new(o, "references", strs_json(&r->references));
   json_object_set_new(o, "patches", patches_json(r));
@@ -145,7 +160,8 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   }
   json_object_set_new(root, "inputs", inputs);
   json_t *incs = json_array();
-  for (size_t i = 0; i < d->n; i++) json_array_append_new(incs, incident_json(d, &d->incidents[i]));
+  for (size_t i = 0; i < d->n; i++)
+    json_array_append_new(incs, incident_json(d, &d->incidents[i]));
   json_object_set_new(root, "incidents", incs);
   json_t *st = json_object();
   json_object_set_new(st, "bytes", json_integer((json_int_t)d->scan->bytes));
@@ -163,7 +179,8 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   (void)o;
   const ddx_catalog_t *cat = d->scan->cat;
   json_t *root = json_object();
-  json_object_set_new(root, "$schema", json_string("https://json.schemastore.org/sarif-2.1.0.json"));
+  json_object_set_new(root, "$schema",
+                      json_string("https://json.schemastore.org/sarif-2.1.0.json"));
   json_object_set_new(root, "version", json_string("2.1.0"));
   json_t *run = json_object();
   json_t *driver = json_object();
@@ -180,13 +197,18 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
     json_object_set_new(ro, "fullDescription", json_pack("{s:s}", "text", r->mechanism));
     ddx_sb_t help;
     ddx_sb_init(&help);
-    for (size_t k = 0; k < r->fix.n; k++) ddx_sb_printf(&help, "%zu. %s\n", k + 1, r->fix.v[k]);
+    for (size_t k = 0; k < r->fix.n; k++)
+      ddx_sb_printf(&help, "%zu. %s\n", k + 1, r->fix.v[k]);
     char *ht = ddx_sb_take(&help);
     json_object_set_new(ro, "help", json_pack("{s:s}", "text", ht ? ht : ""));
     free(ht);
-    const char *level = r->severity == DDX_SEV_ERROR ? "error" : r->severity == DDX_SEV_WARNING ? "warning" : "note";
+    const char *level = r->severity == DDX_SEV_ERROR     ? "error"
+                        : r->severity == DDX_SEV_WARNING ? "warning"
+                                                         : "note";
     json_object_set_new(ro, "defaultConfiguration", json_pack("{s:s}", "level", level));
-    json_object_set_new(ro, "properties", json_pack("{s:o,s:s,s:s}", "tags", strs_json(&r->tags), "phase", r->phase, "role", ddx_role_name((int)r->role)));
+    json_object_set_new(ro, "properties",
+                        json_pack("{s:o,s:s,s:s}", "tags", strs_json(&r->tags), "phase", r->phase,
+                                  "role", ddx_role_name((int)r->role)));
     json_array_append_new(rules, ro);
   }
   json_object_set_new(driver, "rules", rules);
@@ -201,20 +223,27 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
       json_object_set_new(res, "ruleId", json_string(r->id));
       json_object_set_new(res, "ruleIndex", json_integer(r->index));
       int sev = k == 0 ? inc->severity : DDX_SEV_INFO;
-      json_object_set_new(res, "level", json_string(sev == DDX_SEV_ERROR ? "error" : sev == DDX_SEV_WARNING ? "warning" : "note"));
+      json_object_set_new(res, "level",
+                          json_string(sev == DDX_SEV_ERROR     ? "error"
+                                      : sev == DDX_SEV_WARNING ? "warning"
+                                                               : "note"));
       char msg[1024];
       if (k == 0 && inc->rank >= 0)
-        snprintf(msg, sizeof msg, "%s on rank %d: %s", r->title, inc->rank, r->fix.n ? r->fix.v[0] : "");
+        snprintf(msg, sizeof msg, "%s on rank %d: %s", r->title, inc->rank,
+                 r->fix.n ? r->fix.v[0] : "");
       else if (k == 0)
         snprintf(msg, sizeof msg, "%s: %s", r->title, r->fix.n ? r->fix.v[0] : "");
       else
         snprintf(msg, sizeof msg, "%s (collateral of %s)", r->title, inc->rule->id);
       json_object_set_new(res, "message", json_pack("{s:o}", "text", text_json(msg)));
-      json_t *loc = json_pack("{s:{s:{s:o},s:{s:I,s:I}}}", "physicalLocation", "artifactLocation", "uri",
-                              text_json(input_name(d, h->input)), "region", "startLine",
+      json_t *loc = json_pack("{s:{s:{s:o},s:{s:I,s:I}}}", "physicalLocation", "artifactLocation",
+                              "uri", text_json(input_name(d, h->input)), "region", "startLine",
                               (json_int_t)h->line, "startColumn", (json_int_t)h->column);
       json_object_set_new(res, "locations", json_pack("[o]", loc));
-      if (k == 0) json_object_set_new(res, "properties", json_pack("{s:f,s:o}", "confidence", inc->confidence, "facts", facts_json(inc->facts, inc->nfacts)));
+      if (k == 0)
+        json_object_set_new(res, "properties",
+                            json_pack("{s:f,s:o}", "confidence", inc->confidence, "facts",
+                                      facts_json(inc->facts, inc->nfacts)));
       json_array_append_new(results, res);
     }
   }
@@ -232,7 +261,8 @@ typedef struct style {
 } style_t;
 
 static style_t style_of(const ddx_report_opts_t *o) {
-  if (o && o->color) return (style_t){"\033[1m", "\033[1;31m", "\033[1;33m", "\033[36m", "\033[2m", "\033[0m"};
+  if (o && o->color)
+    return (style_t){"\033[1m", "\033[1;31m", "\033[1;33m", "\033[36m", "\033[2m", "\033[0m"};
   return (style_t){"", "", "", "", "", ""};
 }
 
@@ -248,14 +278,18 @@ static size_t first_sentences(const char *text, int n) {
 }
 
 static void put_facts(ddx_sb_t *b, const ddx_incident_t *inc) {
-  for (size_t i = 0; i < inc->nfacts; i++) ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", inc->facts[i].name, inc->facts[i].value);
+  for (size_t i = 0; i < inc->nfacts; i++)
+    ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", inc->facts[i].name, inc->facts[i].value);
 }
 
 static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
   const ddx_hit_t *h = inc->hit;
-  if (inc->rank >= 0) ddx_sb_printf(b, "rank %d%s", inc->rank, inc->rank_note ? " (inferred)" : "");
-  else if (inc->local_rank >= 0) ddx_sb_printf(b, "local rank %d", inc->local_rank);
-  else ddx_sb_puts(b, "rank unknown");
+  if (inc->rank >= 0)
+    ddx_sb_printf(b, "rank %d%s", inc->rank, inc->rank_note ? " (inferred)" : "");
+  else if (inc->local_rank >= 0)
+    ddx_sb_printf(b, "local rank %d", inc->local_rank);
+  else
+    ddx_sb_puts(b, "rank unknown");
   if (h->meta.host[0]) ddx_sb_printf(b, " on %s", h->meta.host);
   ddx_sb_printf(b, ", %s:%llu", input_name(d, h->input), (unsigned long long)h->line);
   if (inc->ranks.n > 1) {
@@ -267,13 +301,17 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
 
 /* One paragraph a senior engineer would write: who failed first, with
  * what, where; what followed only because of it; the first fix. */
-static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc, const style_t *st) {
+static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
+                         const style_t *st) {
   const ddx_rule_t *r = inc->rule;
   const ddx_hit_t *h = inc->hit;
   ddx_sb_puts(b, st->bold);
-  if (inc->rank >= 0) ddx_sb_printf(b, "Rank %d", inc->rank);
-  else if (inc->local_rank >= 0) ddx_sb_printf(b, "Local rank %d", inc->local_rank);
-  else ddx_sb_puts(b, "The job");
+  if (inc->rank >= 0)
+    ddx_sb_printf(b, "Rank %d", inc->rank);
+  else if (inc->local_rank >= 0)
+    ddx_sb_printf(b, "Local rank %d", inc->local_rank);
+  else
+    ddx_sb_puts(b, "The job");
   bool show_local = inc->local_rank >= 0 && inc->rank >= 0 && inc->local_rank != inc->rank;
   if (h->meta.host[0] || show_local) {
     ddx_sb_puts(b, " (");
@@ -281,18 +319,20 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
     if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
     ddx_sb_puts(b, ")");
   }
-  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "", st->reset, r->title,
-                input_name(d, h->input), (unsigned long long)h->line);
+  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.",
+                inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
+                st->reset, r->title, input_name(d, h->input), (unsigned long long)h->line);
   uint64_t ncoll = 0;
-  for (size_t i = 0; i < inc->ncollateral; i++) ncoll += inc->collateral[i].count;
+  for (size_t i = 0; i < inc->ncollateral; i++)
+    ncoll += inc->collateral[i].count;
   if (ncoll) {
     ddx_sb_puts(b, " Then, as a consequence:");
     for (size_t i = 0; i < inc->ncollateral && i < 4; i++) {
       const ddx_collateral_t *c = &inc->collateral[i];
       char rs[96] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
-      ddx_sb_printf(b, "%s %s (%llu x%s%s)", i ? ";" : "", c->rule->id, (unsigned long long)c->count,
-                    rs[0] ? ", ranks " : "", rs);
+      ddx_sb_printf(b, "%s %s (%llu x%s%s)", i ? ";" : "", c->rule->id,
+                    (unsigned long long)c->count, rs[0] ? ", ranks " : "", rs);
     }
     if (inc->ncollateral > 4) ddx_sb_printf(b, "; and %zu more", inc->ncollateral - 4);
     ddx_sb_puts(b, ".");
@@ -301,17 +341,23 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
   ddx_sb_puts(b, "\n\n");
 }
 
-static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc, const style_t *st, bool primary) {
+static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
+                              const style_t *st, bool primary) {
   const ddx_rule_t *r = inc->rule;
-  const char *sc = inc->severity == DDX_SEV_ERROR ? st->red : inc->severity == DDX_SEV_WARNING ? st->yellow : st->cyan;
-  ddx_sb_printf(b, "%s%s%s %s%s%s  [%s, %s, confidence %.2f]\n", sc, ddx_severity_name(inc->severity), st->reset, st->bold, r->title, st->reset, r->id, ddx_role_name(inc->role), inc->confidence);
+  const char *sc = inc->severity == DDX_SEV_ERROR     ? st->red
+                   : inc->severity == DDX_SEV_WARNING ? st->yellow
+                                                      : st->cyan;
+  ddx_sb_printf(b, "%s%s%s %s%s%s  [%s, %s, confidence %.2f]\n", sc,
+                ddx_severity_name(inc->severity), st->reset, st->bold, r->title, st->reset, r->id,
+                ddx_role_name(inc->role), inc->confidence);
   ddx_sb_puts(b, "  where     ");
   put_where(b, d, inc);
   ddx_sb_puts(b, "\n");
   if (inc->rank_note) ddx_sb_printf(b, "  suspect   %s\n", inc->rank_note);
   if (inc->hit->text) {
     size_t tl = strlen(inc->hit->text);
-    ddx_sb_printf(b, "  %s>%s %.*s%s\n", st->dim, st->reset, (int)(tl > 220 ? 220 : tl), inc->hit->text, tl > 220 ? " ..." : "");
+    ddx_sb_printf(b, "  %s>%s %.*s%s\n", st->dim, st->reset, (int)(tl > 220 ? 220 : tl),
+                  inc->hit->text, tl > 220 ? " ..." : "");
   }
   if (inc->nfacts) {
     ddx_sb_puts(b, "  facts     ");
@@ -322,7 +368,8 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
     const ddx_frame_t *in = inc->frames[inc->nframes - 1];
     ddx_sb_printf(b, "  raised in %s:%u in %s", in->file, in->lineno, in->func ? in->func : "?");
     if (inc->user_frame && inc->user_frame != in)
-      ddx_sb_printf(b, "\n  your code %s:%u in %s", inc->user_frame->file, inc->user_frame->lineno, inc->user_frame->func ? inc->user_frame->func : "?");
+      ddx_sb_printf(b, "\n  your code %s:%u in %s", inc->user_frame->file, inc->user_frame->lineno,
+                    inc->user_frame->func ? inc->user_frame->func : "?");
     ddx_sb_printf(b, "  %s(%zu frames)%s\n", st->dim, inc->nframes, st->reset);
   }
   if (!primary) return;
@@ -332,27 +379,32 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
       const ddx_collateral_t *c = &inc->collateral[i];
       char rs[200] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
-      ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n", (unsigned long long)c->count, c->rule->id, rs[0] ? "ranks " : "", rs, rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
+      ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n",
+                    (unsigned long long)c->count, c->rule->id, rs[0] ? "ranks " : "", rs,
+                    rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
     }
   }
   ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, r->summary);
   ddx_sb_printf(b, "            %.*s", (int)first_sentences(r->mechanism, 2), r->mechanism);
   ddx_sb_printf(b, " %s(more: ddx explain %s)%s\n", st->dim, r->id, st->reset);
   ddx_sb_printf(b, "  %sfix%s\n", st->bold, st->reset);
-  for (size_t i = 0; i < r->fix.n; i++) ddx_sb_printf(b, "    %zu. %s\n", i + 1, r->fix.v[i]);
+  for (size_t i = 0; i < r->fix.n; i++)
+    ddx_sb_printf(b, "    %zu. %s\n", i + 1, r->fix.v[i]);
   if (r->verify) ddx_sb_printf(b, "  %sverify%s    %s\n", st->bold, st->reset, r->verify);
   if (r->config_patches_json) {
     json_t *p = json_loads(r->config_patches_json, 0, NULL);
     if (json_array_size(p)) {
       ddx_sb_puts(b, "  quick fixes for ds_config.json (the editor applies them)\n");
       for (size_t i = 0; i < json_array_size(p); i++)
-        ddx_sb_printf(b, "    - %s\n", json_string_value(json_object_get(json_array_get(p, i), "title")));
+        ddx_sb_printf(b, "    - %s\n",
+                      json_string_value(json_object_get(json_array_get(p, i), "title")));
     }
     json_decref(p);
   }
   if (inc->nmissing) {
     ddx_sb_puts(b, "  missing\n");
-    for (size_t i = 0; i < inc->nmissing; i++) ddx_sb_printf(b, "    - %s\n", inc->missing[i]);
+    for (size_t i = 0; i < inc->nmissing; i++)
+      ddx_sb_printf(b, "    - %s\n", inc->missing[i]);
   }
 }
 
@@ -361,8 +413,10 @@ char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   ddx_sb_t b;
   ddx_sb_init(&b);
   if (d->n == 0) {
-    ddx_sb_printf(&b, "%sno known failure found%s in %llu lines\n", st.bold, st.reset, (unsigned long long)d->scan->lines);
-    ddx_sb_puts(&b, "  If the job did fail, the error may be outside this excerpt: include the first traceback of every rank.\n");
+    ddx_sb_printf(&b, "%sno known failure found%s in %llu lines\n", st.bold, st.reset,
+                  (unsigned long long)d->scan->lines);
+    ddx_sb_puts(&b, "  If the job did fail, the error may be outside this excerpt: include the "
+                    "first traceback of every rank.\n");
   }
   bool also = false, noted = false;
   for (size_t i = 0; i < d->n; i++) {
@@ -371,16 +425,20 @@ char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
       /* Warnings beside a failure: one line each, they are context. */
       if (!noted) ddx_sb_printf(&b, "\n%salso noted%s\n", st.bold, st.reset);
       noted = true;
-      ddx_sb_printf(&b, "  %s %s at %s:%llu (%llu x)\n", ddx_severity_name(inc->severity), inc->rule->id,
-                    input_name(d, inc->hit->input), (unsigned long long)inc->hit->line, (unsigned long long)inc->count);
+      ddx_sb_printf(&b, "  %s %s at %s:%llu (%llu x)\n", ddx_severity_name(inc->severity),
+                    inc->rule->id, input_name(d, inc->hit->input),
+                    (unsigned long long)inc->hit->line, (unsigned long long)inc->count);
       continue;
     }
-    if (i > 0 && !also) ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
+    if (i > 0 && !also)
+      ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
     if (i > 0) also = true;
     if (i == 0 && inc->severity == DDX_SEV_ERROR) put_headline(&b, d, inc, &st);
     put_incident_text(&b, d, inc, &st, i == 0);
   }
-  ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim, (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines, d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
+  ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim,
+                (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines,
+                d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
   return ddx_sb_take(&b);
 }
 
@@ -391,7 +449,8 @@ static bool is_ipv4_at(const char *s, size_t *len) {
   const char *p = s;
   while (parts < 4) {
     int digits = 0;
-    while (isdigit((unsigned char)*p) && digits < 4) p++, digits++;
+    while (isdigit((unsigned char)*p) && digits < 4)
+      p++, digits++;
     if (digits == 0 || digits > 3) return false;
     parts++;
     if (parts < 4) {
@@ -420,19 +479,23 @@ char *ddx_redact(const char *text, const char *const *hosts, size_t nhosts) {
       size_t pre = !strncmp(p, "/home/", 6) ? 6 : !strncmp(p, "/Users/", 7) ? 7 : 11;
       ddx_sb_putn(&b, p, pre);
       p += pre;
-      while (*p && *p != '/' && *p != ' ' && *p != '"' && *p != '\'') p++;
+      while (*p && *p != '/' && *p != ' ' && *p != '"' && *p != '\'')
+        p++;
       ddx_sb_puts(&b, "USER");
       continue;
     }
     if (*p == '@' && p > text && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1])) {
       /* user@host: drop the user already written, then the host. */
       size_t k = b.len;
-      while (k > 0 && (isalnum((unsigned char)b.s[k - 1]) || b.s[k - 1] == '_' || b.s[k - 1] == '-' || b.s[k - 1] == '.')) k--;
+      while (k > 0 && (isalnum((unsigned char)b.s[k - 1]) || b.s[k - 1] == '_' ||
+                       b.s[k - 1] == '-' || b.s[k - 1] == '.'))
+        k--;
       b.len = k;
       b.s[k] = 0;
       ddx_sb_puts(&b, "USER@HOST");
       p++;
-      while (isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_') p++;
+      while (isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_')
+        p++;
       continue;
     }
     bool replaced = false;
@@ -461,7 +524,8 @@ char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) 
     const char *h = hits[i].meta.host;
     if (!h[0]) continue;
     bool seen = false;
-    for (size_t k = 0; k < nhosts && !seen; k++) seen = !strcmp(hosts[k], h);
+    for (size_t k = 0; k < nhosts && !seen; k++)
+      seen = !strcmp(hosts[k], h);
     if (!seen) hosts[nhosts++] = h;
   }
   ddx_sb_t b;
@@ -476,7 +540,8 @@ char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) 
       int32_t rank = k == 0 ? inc->rank : h->meta.rank;
       char where[64] = "";
       if (rank >= 0) snprintf(where, sizeof where, " rank %d", rank);
-      ddx_sb_printf(&b, "[%s%s%s, line %llu] %s\n", k == 0 ? "" : "collateral ", r->id, where, (unsigned long long)h->line, red ? red : "");
+      ddx_sb_printf(&b, "[%s%s%s, line %llu] %s\n", k == 0 ? "" : "collateral ", r->id, where,
+                    (unsigned long long)h->line, red ? red : "");
       free(red);
     }
   }
@@ -498,11 +563,16 @@ char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool a
   ddx_sb_t b;
   ddx_sb_init(&b);
   ddx_sb_printf(&b, "%s%s%s  (%s)\n", st.bold, r->title, st.reset, r->id);
-  ddx_sb_printf(&b, "phase %s, severity %s, role %s, priority %d\n\n", r->phase, ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority);
-  ddx_sb_printf(&b, "%sSummary%s\n  %s\n\n%sMechanism%s\n  %s\n", st.bold, st.reset, r->summary, st.bold, st.reset, r->mechanism);
+  ddx_sb_printf(&b, "phase %s, severity %s, role %s, priority %d\n\n", r->phase,
+                ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority);
+  ddx_sb_printf(&b, "%sSummary%s\n  %s\n\n%sMechanism%s\n  %s\n", st.bold, st.reset, r->summary,
+                st.bold, st.reset, r->mechanism);
   if (r->nsymptoms) {
     ddx_sb_printf(&b, "\n%sSymptoms%s\n", st.bold, st.reset);
-    for (size_t i = 0; i < r->nsymptoms; i++) ddx_sb_printf(&b, "  - %s%s%s\n", r->symptoms[i].text, r->symptoms[i].why ? "\n    why: " : "", r->symptoms[i].why ? r->symptoms[i].why : "");
+    for (size_t i = 0; i < r->nsymptoms; i++)
+      ddx_sb_printf(&b, "  - %s%s%s\n", r->symptoms[i].text,
+                    r->symptoms[i].why ? "\n    why: " : "",
+                    r->symptoms[i].why ? r->symptoms[i].why : "");
   }
   if (r->affects) ddx_sb_printf(&b, "\n%sAffects%s\n  %s\n", st.bold, st.reset, r->affects);
   const struct {
@@ -514,32 +584,39 @@ char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool a
     if (!lists[l].list->n) continue;
     ddx_sb_printf(&b, "\n%s%s%s\n", st.bold, lists[l].name, st.reset);
     for (size_t i = 0; i < lists[l].list->n; i++) {
-      if (lists[l].numbered) ddx_sb_printf(&b, "  %zu. %s\n", i + 1, lists[l].list->v[i]);
-      else ddx_sb_printf(&b, "  - %s\n", lists[l].list->v[i]);
+      if (lists[l].numbered)
+        ddx_sb_printf(&b, "  %zu. %s\n", i + 1, lists[l].list->v[i]);
+      else
+        ddx_sb_printf(&b, "  - %s\n", lists[l].list->v[i]);
     }
   }
   if (r->verify) ddx_sb_printf(&b, "\n%sVerify%s\n  %s\n", st.bold, st.reset, r->verify);
-  if (r->prevention) ddx_sb_printf(&b, "\n%sPrevention%s\n  %s\n", st.bold, st.reset, r->prevention);
-  if (r->fingerprint) ddx_sb_printf(&b, "\n%sFingerprint%s\n  %s\n", st.bold, st.reset, r->fingerprint);
+  if (r->prevention)
+    ddx_sb_printf(&b, "\n%sPrevention%s\n  %s\n", st.bold, st.reset, r->prevention);
+  if (r->fingerprint)
+    ddx_sb_printf(&b, "\n%sFingerprint%s\n  %s\n", st.bold, st.reset, r->fingerprint);
   if (r->config_patches_json) {
     json_t *p = json_loads(r->config_patches_json, 0, NULL);
     ddx_sb_printf(&b, "\n%sds_config.json quick fixes%s\n", st.bold, st.reset);
     for (size_t i = 0; i < json_array_size(p); i++) {
       json_t *pi = json_array_get(p, i);
       char *ops = json_dumps(json_object_get(pi, "ops"), JSON_COMPACT);
-      ddx_sb_printf(&b, "  - %s: %s\n", json_string_value(json_object_get(pi, "title")), ops ? ops : "");
+      ddx_sb_printf(&b, "  - %s: %s\n", json_string_value(json_object_get(pi, "title")),
+                    ops ? ops : "");
       free(ops);
     }
     json_decref(p);
   }
   if (r->related.n) {
     ddx_sb_printf(&b, "\n%sRelated%s\n  ", st.bold, st.reset);
-    for (size_t i = 0; i < r->related.n; i++) ddx_sb_printf(&b, "%s%s", i ? ", " : "", r->related.v[i]);
+    for (size_t i = 0; i < r->related.n; i++)
+      ddx_sb_printf(&b, "%s%s", i ? ", " : "", r->related.v[i]);
     ddx_sb_puts(&b, "\n");
   }
   if (r->references.n) {
     ddx_sb_printf(&b, "\n%sReferences%s\n", st.bold, st.reset);
-    for (size_t i = 0; i < r->references.n; i++) ddx_sb_printf(&b, "  %s\n", r->references.v[i]);
+    for (size_t i = 0; i < r->references.n; i++)
+      ddx_sb_printf(&b, "  %s\n", r->references.v[i]);
   }
   return ddx_sb_take(&b);
 }

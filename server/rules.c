@@ -45,8 +45,10 @@ static int fail(load_ctx_t *lc, const char *field, const char *fmt, ...) {
 /* Pushes ".key" or "[i]" onto the path; returns the old length to restore. */
 static size_t path_push(load_ctx_t *lc, const char *key, long idx) {
   size_t old = strlen(lc->path);
-  if (key) snprintf(lc->path + old, sizeof lc->path - old, ".%s", key);
-  else snprintf(lc->path + old, sizeof lc->path - old, "[%ld]", idx);
+  if (key)
+    snprintf(lc->path + old, sizeof lc->path - old, ".%s", key);
+  else
+    snprintf(lc->path + old, sizeof lc->path - old, "[%ld]", idx);
   return old;
 }
 
@@ -66,8 +68,7 @@ static int check_keys(load_ctx_t *lc, json_t *obj, const char *const *allowed) {
   return 0;
 }
 
-static int get_str(load_ctx_t *lc, json_t *obj, const char *key, bool required,
-                   const char **out) {
+static int get_str(load_ctx_t *lc, json_t *obj, const char *key, bool required, const char **out) {
   json_t *v = json_object_get(obj, key);
   *out = NULL;
   if (!v) return required ? fail(lc, key, "missing required string") : 0;
@@ -77,8 +78,7 @@ static int get_str(load_ctx_t *lc, json_t *obj, const char *key, bool required,
   return *out ? 0 : ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
 }
 
-static int get_strs(load_ctx_t *lc, json_t *obj, const char *key, bool required,
-                    ddx_strs_t *out) {
+static int get_strs(load_ctx_t *lc, json_t *obj, const char *key, bool required, ddx_strs_t *out) {
   json_t *v = json_object_get(obj, key);
   out->v = NULL;
   out->n = 0;
@@ -146,8 +146,8 @@ static int get_int(load_ctx_t *lc, json_t *obj, const char *key, long lo, long h
 static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id) {
   int errcode;
   PCRE2_SIZE erroff;
-  pcre2_code *code = pcre2_compile((PCRE2_SPTR)p->regex, PCRE2_ZERO_TERMINATED, 0, &errcode,
-                                   &erroff, NULL);
+  pcre2_code *code =
+      pcre2_compile((PCRE2_SPTR)p->regex, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff, NULL);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(errcode, buf, sizeof buf);
@@ -172,7 +172,8 @@ static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id
   for (uint32_t i = 0; i < namecount; i++) {
     const unsigned char *e = table + (size_t)i * entry;
     unsigned group = ((unsigned)e[0] << 8) | e[1];
-    if (group <= capcount) p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2);
+    if (group <= capcount)
+      p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2);
   }
   return 0;
 }
@@ -231,8 +232,11 @@ static int load_conditions(load_ctx_t *lc, json_t *arr, ddx_condition_t **out, s
 
 static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
                         const char *rule_id) {
-  static const char *const sig_keys[] = {"id", "regex", "literals", "confidence", "fallback", "severity", "conditions", "context", NULL};
-  static const char *const ctx_keys[] = {"regex", "literals", "before", "after", "scope", "same_rank", "absent", NULL};
+  static const char *const sig_keys[] = {"id",         "regex",    "literals",
+                                         "confidence", "fallback", "severity",
+                                         "conditions", "context",  NULL};
+  static const char *const ctx_keys[] = {"regex", "literals",  "before", "after",
+                                         "scope", "same_rank", "absent", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
   static const char *const scopes[] = {"window", "file", NULL};
   int rc;
@@ -277,8 +281,7 @@ static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx
   return compile_pattern(lc, p, rule_id);
 }
 
-static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t *n,
-                        bool required) {
+static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t *n, bool required) {
   static const char *const keys[] = {"text", "source", "why", "facts", NULL};
   int rc;
   *out = NULL;
@@ -328,7 +331,8 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
   static const char *const okeys[] = {"op", "path", "value", "to", "factor", "min", NULL};
   static const char *const ckeys[] = {"path", "op", "value", NULL};
   static const char *const ops[] = {"set", "remove", "rename", "multiply", NULL};
-  static const char *const cops[] = {"exists", "absent", "==", "!=", "<", "<=", ">", ">=", "not-auto", NULL};
+  static const char *const cops[] = {"exists", "absent", "==", "!=",       "<",
+                                     "<=",     ">",      ">=", "not-auto", NULL};
   int rc, e;
   const char *s;
   if (!json_is_array(arr)) return fail(lc, NULL, "expected an array");
@@ -383,11 +387,13 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
 
 static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   static const char *const keys[] = {
-      "id", "title", "framework", "phase", "tags", "severity", "role", "priority", "signatures",
-      "context", "conditions", "explains", "trigger", "anchor", "summary", "mechanism", "symptoms",
-      "affects", "checklist", "fix", "verify", "prevention", "fingerprint", "related",
-      "references", "missing", "config_patches", "samples", "$schema", NULL};
-  static const char *const phases[] = {"launch", "init", "step", "communication", "numerics", "checkpoint", "serving", NULL};
+      "id",         "title",    "framework",      "phase",      "tags",        "severity",
+      "role",       "priority", "signatures",     "context",    "conditions",  "explains",
+      "trigger",    "anchor",   "summary",        "mechanism",  "symptoms",    "affects",
+      "checklist",  "fix",      "verify",         "prevention", "fingerprint", "related",
+      "references", "missing",  "config_patches", "samples",    "$schema",     NULL};
+  static const char *const phases[] = {"launch",   "init",       "step",    "communication",
+                                       "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
   static const char *const roles[] = {"cause", "collateral", "wrapper", NULL};
   static const char *const triggers[] = {"match", "no-error", NULL};
@@ -399,7 +405,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   if ((rc = check_keys(lc, root, keys))) return rc;
   if ((rc = get_str(lc, root, "id", true, &r->id))) return rc;
   const char *dot = strchr(r->id, '.');
-  if (!dot || dot == r->id || !dot[1]) return fail(lc, "id", "expected family.name, got \"%s\"", r->id);
+  if (!dot || dot == r->id || !dot[1])
+    return fail(lc, "id", "expected family.name, got \"%s\"", r->id);
   if ((rc = get_str(lc, root, "title", true, &r->title))) return rc;
   if ((rc = get_str(lc, root, "framework", false, &r->framework))) return rc;
   if ((rc = get_enum(lc, root, "phase", phases, 0, true, &e))) return rc;
@@ -448,15 +455,18 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     json_t *arr = owner < 0 ? ctx : json_object_get(json_array_get(sigs, (size_t)owner), "context");
     for (size_t i = 0; i < json_array_size(arr); i++) {
       size_t old = strlen(lc->path);
-      if (owner < 0) snprintf(lc->path + old, sizeof lc->path - old, ".context[%zu]", i);
-      else snprintf(lc->path + old, sizeof lc->path - old, ".signatures[%ld].context[%zu]", owner, i);
+      if (owner < 0)
+        snprintf(lc->path + old, sizeof lc->path - old, ".context[%zu]", i);
+      else
+        snprintf(lc->path + old, sizeof lc->path - old, ".signatures[%ld].context[%zu]", owner, i);
       ddx_pattern_t *cp = &r->ctx[r->nctx++];
       if ((rc = load_pattern(lc, json_array_get(arr, i), cp, true, r->id))) return rc;
       cp->owner = (int)owner;
       path_pop(lc, old);
     }
   }
-  if ((rc = load_conditions(lc, json_object_get(root, "conditions"), &r->conds, &r->nconds))) return rc;
+  if ((rc = load_conditions(lc, json_object_get(root, "conditions"), &r->conds, &r->nconds)))
+    return rc;
   if ((rc = get_strs(lc, root, "explains", false, &r->explains))) return rc;
   if ((rc = get_str(lc, root, "summary", true, &r->summary))) return rc;
   if ((rc = get_str(lc, root, "mechanism", true, &r->mechanism))) return rc;
@@ -497,7 +507,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     free(txt);
   }
   json_t *samples = json_object_get(root, "samples");
-  if (!json_is_object(samples)) return fail(lc, "samples", "expected {\"positive\": [...], \"negative\": [...]}");
+  if (!json_is_object(samples))
+    return fail(lc, "samples", "expected {\"positive\": [...], \"negative\": [...]}");
   {
     static const char *const skeys[] = {"positive", "negative", NULL};
     size_t old = strlen(lc->path);
@@ -505,11 +516,16 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     if ((rc = check_keys(lc, samples, skeys))) return rc;
     size_t o2 = strlen(lc->path);
     snprintf(lc->path + o2, sizeof lc->path - o2, ".positive");
-    if (!json_object_get(samples, "positive")) return fail(lc, NULL, "missing: every rule needs positive samples");
-    if ((rc = load_samples(lc, json_object_get(samples, "positive"), &r->positive, &r->npositive, true))) return rc;
+    if (!json_object_get(samples, "positive"))
+      return fail(lc, NULL, "missing: every rule needs positive samples");
+    if ((rc = load_samples(lc, json_object_get(samples, "positive"), &r->positive, &r->npositive,
+                           true)))
+      return rc;
     path_pop(lc, o2);
     snprintf(lc->path + o2, sizeof lc->path - o2, ".negative");
-    if ((rc = load_samples(lc, json_object_get(samples, "negative"), &r->negative, &r->nnegative, false))) return rc;
+    if ((rc = load_samples(lc, json_object_get(samples, "negative"), &r->negative, &r->nnegative,
+                           false)))
+      return rc;
     path_pop(lc, old);
   }
   return 0;
@@ -554,8 +570,10 @@ static int collect_files(const char *path, ddx_vec_t *files, ddx_error_t *err, i
       char full[4096];
       snprintf(full, sizeof full, "%s/%s", path, name);
       struct stat cst;
-      if (stat(full, &cst) == 0 && S_ISDIR(cst.st_mode)) rc = collect_files(full, files, err, depth + 1);
-      else if (ends_with(name, ".json") && !ends_with(name, ".schema.json")) rc = collect_files(full, files, err, depth + 1);
+      if (stat(full, &cst) == 0 && S_ISDIR(cst.st_mode))
+        rc = collect_files(full, files, err, depth + 1);
+      else if (ends_with(name, ".json") && !ends_with(name, ".schema.json"))
+        rc = collect_files(full, files, err, depth + 1);
     }
     free(name);
   }
@@ -622,7 +640,8 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   ddx_vec_t files;
   ddx_vec_init(&files, sizeof(char *));
   int rc = 0;
-  for (size_t i = 0; i < npaths && !rc; i++) rc = collect_files(paths[i], &files, err, 0);
+  for (size_t i = 0; i < npaths && !rc; i++)
+    rc = collect_files(paths[i], &files, err, 0);
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
   if (!rc) {
     cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
@@ -651,7 +670,8 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
       cat->nrules++;
     }
   }
-  for (size_t i = 0; i < files.len; i++) free(DDX_VEC_AT(&files, char *, i));
+  for (size_t i = 0; i < files.len; i++)
+    free(DDX_VEC_AT(&files, char *, i));
   ddx_vec_free(&files);
   if (!rc) rc = build_prefilter(cat, err);
   if (rc) {
@@ -690,7 +710,6 @@ void *ddx_match_data_new(const ddx_catalog_t *cat) {
   return pcre2_match_data_create(64, NULL);
 }
 
-
 void ddx_match_data_free(void *md) {
   pcre2_match_data_free(md);
 }
@@ -707,7 +726,8 @@ int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void
     ovector_out[2 * i] = ov[2 * i] == PCRE2_UNSET ? (size_t)-1 : ov[2 * i];
     ovector_out[2 * i + 1] = ov[2 * i + 1] == PCRE2_UNSET ? (size_t)-1 : ov[2 * i + 1];
   }
-  for (uint32_t i = n; i < maxpairs; i++) ovector_out[2 * i] = ovector_out[2 * i + 1] = (size_t)-1;
+  for (uint32_t i = n; i < maxpairs; i++)
+    ovector_out[2 * i] = ovector_out[2 * i + 1] = (size_t)-1;
   return 1;
 }
 

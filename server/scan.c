@@ -35,7 +35,8 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->md = ddx_match_data_new(cat);
   s->layout = malloc(sizeof *s->layout);
   if (s->layout) ddx_layout_init(s->layout);
-  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->progress || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->progress || !s->buf || !s->norm ||
+      !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -50,7 +51,8 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->rule_stored);
   free(s->rule_last);
   free(s->rule_regex_errors);
-  for (size_t r = 0; s->pending && r < s->cat->nrules; r++) free(s->pending[r].text);
+  for (size_t r = 0; s->pending && r < s->cat->nrules; r++)
+    free(s->pending[r].text);
   free(s->pending);
   for (size_t r = 0; s->progress && r < s->cat->nrules; r++) {
     free(s->progress[r].line);
@@ -76,8 +78,10 @@ int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *
   ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
   if (!in) return DDX_ENOMEM;
   in->name = ddx_arena_strdup(&s->arena, name);
-  if (defaults) in->defaults = *defaults;
-  else ddx_line_meta_init(&in->defaults);
+  if (defaults)
+    in->defaults = *defaults;
+  else
+    ddx_line_meta_init(&in->defaults);
   s->len = 0;
   s->base = 0;
   s->line_no = 1;
@@ -123,12 +127,14 @@ static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len)
 
 static size_t line_start_of(const char *buf, size_t pos) {
   size_t lo = pos > 65536 ? pos - 65536 : 0;
-  while (pos > lo && buf[pos - 1] != '\n' && buf[pos - 1] != '\r') pos--;
+  while (pos > lo && buf[pos - 1] != '\n' && buf[pos - 1] != '\r')
+    pos--;
   return pos;
 }
 
 static size_t line_end_of(const char *buf, size_t pos, size_t end) {
-  while (pos < end && buf[pos] != '\n' && buf[pos] != '\r') pos++;
+  while (pos < end && buf[pos] != '\n' && buf[pos] != '\r')
+    pos++;
   return pos;
 }
 
@@ -157,9 +163,11 @@ static int fill_facts(ddx_scan_t *s, ddx_hit_t *h, const ddx_pattern_t *p, const
 }
 
 /* The integer a named capture holds, or -1. */
-static int64_t capture_int(const ddx_pattern_t *p, const char *text, const size_t *ov, const char *name) {
+static int64_t capture_int(const ddx_pattern_t *p, const char *text, const size_t *ov,
+                           const char *name) {
   for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
-    if (!p->capture_names[g] || strcmp(p->capture_names[g], name) || ov[2 * g] == (size_t)-1) continue;
+    if (!p->capture_names[g] || strcmp(p->capture_names[g], name) || ov[2 * g] == (size_t)-1)
+      continue;
     int64_t v = 0;
     size_t k = ov[2 * g];
     if (k >= ov[2 * g + 1]) return -1;
@@ -181,7 +189,8 @@ static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t li
   ddx_rank_progress_t *pr = &s->progress[rule];
   if ((size_t)rank >= pr->n) {
     size_t n = pr->n ? pr->n : 8;
-    while (n <= (size_t)rank) n *= 2;
+    while (n <= (size_t)rank)
+      n *= 2;
     uint64_t *l = realloc(pr->line, n * sizeof *l);
     if (l) pr->line = l;
     int64_t *t = l ? realloc(pr->ts, n * sizeof *t) : NULL;
@@ -199,8 +208,8 @@ static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t li
 }
 
 static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
-                      uint64_t line, uint64_t offset, const ddx_line_meta_t *meta,
-                      const char *text, size_t tlen, const size_t *ov) {
+                      uint64_t line, uint64_t offset, const ddx_line_meta_t *meta, const char *text,
+                      size_t tlen, const size_t *ov) {
   const ddx_rule_t *rule = &s->cat->rules[ref->rule];
   size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
   ddx_hit_t *h;
@@ -226,7 +235,13 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
       pd->text[keep] = 0;
       pd->len = keep;
       pd->active = true;
-      pd->hit = (ddx_hit_t){.rule = ref->rule, .pattern = ref->pattern, .input = (uint32_t)(s->inputs.len - 1), .line = line, .offset = offset, .column = (uint32_t)(ov[0] + 1), .meta = *meta};
+      pd->hit = (ddx_hit_t){.rule = ref->rule,
+                            .pattern = ref->pattern,
+                            .input = (uint32_t)(s->inputs.len - 1),
+                            .line = line,
+                            .offset = offset,
+                            .column = (uint32_t)(ov[0] + 1),
+                            .meta = *meta};
       return 0;
     }
     s->rule_stored[ref->rule]++;
@@ -273,7 +288,9 @@ static int settle_pending(ddx_scan_t *s) {
 static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_line_meta_t *meta,
                         const char *text, size_t tlen) {
   if (s->frames.len >= DDX_SCAN_MAX_FRAMES) return 0;
-  ddx_frame_t f = {.input = (uint32_t)(s->inputs.len - 1), .line = line, .rank = meta->rank,
+  ddx_frame_t f = {.input = (uint32_t)(s->inputs.len - 1),
+                   .line = line,
+                   .rank = meta->rank,
                    .local_rank = meta->local_rank};
   memcpy(f.host, meta->host, sizeof f.host);
   if (kind == DDX_BUILTIN_TB_START) {
@@ -288,13 +305,16 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
     if (!fe || end - fe < 8 || memcmp(fe, "\", line ", 8)) return 0;
     const char *q = fe + 8;
     uint32_t n = 0;
-    while (q < end && *q >= '0' && *q <= '9') n = n * 10 + (uint32_t)(*q++ - '0');
+    while (q < end && *q >= '0' && *q <= '9')
+      n = n * 10 + (uint32_t)(*q++ - '0');
     f.lineno = n;
     f.file = ddx_arena_strndup(&s->arena, fs, (size_t)(fe - fs) > 300 ? 300 : (size_t)(fe - fs));
     if (end - q > 5 && !memcmp(q, ", in ", 5)) {
       const char *fn = q + 5, *fnend = fn;
-      while (fnend < end && *fnend != ' ' && *fnend != '\t') fnend++;
-      f.func = ddx_arena_strndup(&s->arena, fn, (size_t)(fnend - fn) > 120 ? 120 : (size_t)(fnend - fn));
+      while (fnend < end && *fnend != ' ' && *fnend != '\t')
+        fnend++;
+      f.func =
+          ddx_arena_strndup(&s->arena, fn, (size_t)(fnend - fn) > 120 ? 120 : (size_t)(fnend - fn));
     }
     if (!f.file) return DDX_ENOMEM;
   }
@@ -379,7 +399,8 @@ static int process(ddx_scan_t *s, size_t end) {
     }
     const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
     int dup = 0;
-    for (size_t k = 0; k < nrefs && !dup; k++) dup = same_ref(refs[k], r);
+    for (size_t k = 0; k < nrefs && !dup; k++)
+      dup = same_ref(refs[k], r);
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
     if (s->cancel && *s->cancel) return DDX_EINVAL;
   }

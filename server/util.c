@@ -102,20 +102,30 @@ void *ddx_vec_push(ddx_vec_t *v) {
 }
 
 bool ddx_parse_quantity(const char *s, double *out) {
-  while (*s == ' ') s++;
+  while (*s == ' ')
+    s++;
   char *end;
   double v = strtod(s, &end);
   if (end == s) return false;
-  while (*end == ' ') end++;
+  while (*end == ' ')
+    end++;
   double mul = 1;
-  if (!strncmp(end, "KiB", 3)) mul = 1024.0;
-  else if (!strncmp(end, "MiB", 3)) mul = 1024.0 * 1024;
-  else if (!strncmp(end, "GiB", 3)) mul = 1024.0 * 1024 * 1024;
-  else if (!strncmp(end, "TiB", 3)) mul = 1024.0 * 1024 * 1024 * 1024;
-  else if (!strncmp(end, "KB", 2) || !strncmp(end, "kB", 2)) mul = 1e3;
-  else if (!strncmp(end, "MB", 2)) mul = 1e6;
-  else if (!strncmp(end, "GB", 2)) mul = 1e9;
-  else if (!strncmp(end, "TB", 2)) mul = 1e12;
+  if (!strncmp(end, "KiB", 3))
+    mul = 1024.0;
+  else if (!strncmp(end, "MiB", 3))
+    mul = 1024.0 * 1024;
+  else if (!strncmp(end, "GiB", 3))
+    mul = 1024.0 * 1024 * 1024;
+  else if (!strncmp(end, "TiB", 3))
+    mul = 1024.0 * 1024 * 1024 * 1024;
+  else if (!strncmp(end, "KB", 2) || !strncmp(end, "kB", 2))
+    mul = 1e3;
+  else if (!strncmp(end, "MB", 2))
+    mul = 1e6;
+  else if (!strncmp(end, "GB", 2))
+    mul = 1e9;
+  else if (!strncmp(end, "TB", 2))
+    mul = 1e12;
   *out = v * mul;
   return true;
 }
@@ -124,8 +134,10 @@ void ddx_rankset_add(ddx_rankset_t *s, int32_t r) {
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (s->v[mid] < r) lo = mid + 1;
-    else hi = mid;
+    if (s->v[mid] < r)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < s->n && s->v[lo] == r) return;
   if (s->n == s->cap) {
@@ -144,9 +156,12 @@ bool ddx_rankset_has(const ddx_rankset_t *s, int32_t r) {
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (s->v[mid] < r) lo = mid + 1;
-    else if (s->v[mid] > r) hi = mid;
-    else return true;
+    if (s->v[mid] < r)
+      lo = mid + 1;
+    else if (s->v[mid] > r)
+      hi = mid;
+    else
+      return true;
   }
   return false;
 }
@@ -163,10 +178,13 @@ void ddx_rankset_format(const ddx_rankset_t *s, char *out, size_t cap) {
   out[0] = 0;
   for (size_t i = 0; i < s->n;) {
     size_t j = i;
-    while (j + 1 < s->n && s->v[j + 1] == s->v[j] + 1) j++;
+    while (j + 1 < s->n && s->v[j + 1] == s->v[j] + 1)
+      j++;
     char piece[32];
-    if (j == i) snprintf(piece, sizeof piece, "%s%d", w ? "," : "", s->v[i]);
-    else snprintf(piece, sizeof piece, "%s%d-%d", w ? "," : "", s->v[i], s->v[j]);
+    if (j == i)
+      snprintf(piece, sizeof piece, "%s%d", w ? "," : "", s->v[i]);
+    else
+      snprintf(piece, sizeof piece, "%s%d-%d", w ? "," : "", s->v[i], s->v[j]);
     size_t pl = strlen(piece);
     if (w + pl + 4 >= cap) {
       if (w + 4 < cap) memcpy(out + w, "...", 4);
@@ -191,7 +209,8 @@ void ddx_sb_free(ddx_sb_t *b) {
 static bool sb_reserve(ddx_sb_t *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return true;
   size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->len + extra + 1) cap *= 2;
+  while (cap < b->len + extra + 1)
+    cap *= 2;
   char *ns = realloc(b->s, cap);
   if (!ns) return false;
   b->s = ns;
@@ -244,8 +263,8 @@ static int cmp_cstr(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_rec(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err,
-                    int depth, bool top) {
+static int list_rec(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err, int depth,
+                    bool top) {
   struct stat st;
   if (stat(path, &st) != 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
   if (!S_ISDIR(st.st_mode)) {

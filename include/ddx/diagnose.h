@@ -27,22 +27,22 @@ typedef struct ddx_incident {
   const ddx_rule_t *rule;
   int severity;
   int role;
-  bool fallback;         /* only fallback evidence (e.g. an exit code) */
-  const ddx_hit_t *hit;  /* the initiating event */
-  int32_t rank;          /* global rank of the initiating event, -1 unknown */
-  int32_t local_rank;    /* -1 unknown */
-  ddx_rankset_t ranks;   /* every rank with an event of this rule */
-  uint64_t count;        /* events, including those past the storage cap */
+  bool fallback;        /* only fallback evidence (e.g. an exit code) */
+  const ddx_hit_t *hit; /* the initiating event */
+  int32_t rank;         /* global rank of the initiating event, -1 unknown */
+  int32_t local_rank;   /* -1 unknown */
+  ddx_rankset_t ranks;  /* every rank with an event of this rule */
+  uint64_t count;       /* events, including those past the storage cap */
   double confidence;
-  ddx_fact_t *facts;     /* the initiating event's facts, then the first
-                            value of any other fact from the incident's
-                            other events (e.g. a wrapped continuation line) */
+  ddx_fact_t *facts; /* the initiating event's facts, then the first
+                        value of any other fact from the incident's
+                        other events (e.g. a wrapped continuation line) */
   size_t nfacts;
   ddx_collateral_t *collateral;
   size_t ncollateral;
   const char **missing;
   size_t nmissing;
-  const char *rank_note; /* how the rank was found, when inferred */
+  const char *rank_note;      /* how the rank was found, when inferred */
   const ddx_frame_t **frames; /* the traceback that ends at the initiating
                                  line, outermost first (same rank only) */
   size_t nframes;

@@ -26,7 +26,7 @@ typedef struct ddx_text_edit {
 typedef struct ddx_patch_plan {
   ddx_text_edit_t *edits;
   size_t nedits;
-  char *title;  /* the patch's title, malloc'd */
+  char *title; /* the patch's title, malloc'd */
 } ddx_patch_plan_t;
 
 /* Parses text (not NUL-terminated necessarily). On refusal returns

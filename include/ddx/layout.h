@@ -4,7 +4,8 @@
  * "global_rank_mapping=defaultdict(..., {'worker-0': [0, 1], ...})",
  * "nnodes=2, num_local_procs=8, node_rank=1" (host from the pdsh prefix) and
  * "dist_world_size=16", launch.py's "process N spawned with command ...
- * --local_rank=K", the runner's base64 "--world_info=...", and torchrun's rendezvous result "global_ranks=[48,
+ * --local_rank=K", the runner's base64 "--world_info=...", and torchrun's rendezvous result
+ * "global_ranks=[48,
  * ...]" / "group_world_size=8" under a host prefix. It maps (host, local
  * rank) to a global rank. */
 #ifndef DDX_LAYOUT_H
@@ -20,8 +21,8 @@
 
 typedef struct ddx_layout_host {
   char name[DDX_HOST_MAX];
-  int32_t base;     /* global rank of local rank 0, -1 unknown */
-  int32_t nlocal;   /* processes on this host, -1 unknown */
+  int32_t base;   /* global rank of local rank 0, -1 unknown */
+  int32_t nlocal; /* processes on this host, -1 unknown */
 } ddx_layout_host_t;
 
 #define DDX_LAYOUT_MAX_PIDS 4096
@@ -35,11 +36,11 @@ typedef struct ddx_layout_pid {
 typedef struct ddx_layout {
   ddx_layout_host_t hosts[DDX_LAYOUT_MAX_HOSTS];
   size_t nhosts;
-  int32_t world_size; /* -1 unknown */
-  int32_t nnodes;     /* -1 unknown */
-  char first_host[DDX_HOST_MAX]; /* the first host any candidate line named */
-  int seen_hosts;     /* 0, 1, or 2 meaning "more than one" */
-  int32_t max_global, max_local; /* highest ranks any prefix named */
+  int32_t world_size;                         /* -1 unknown */
+  int32_t nnodes;                             /* -1 unknown */
+  char first_host[DDX_HOST_MAX];              /* the first host any candidate line named */
+  int seen_hosts;                             /* 0, 1, or 2 meaning "more than one" */
+  int32_t max_global, max_local;              /* highest ranks any prefix named */
   ddx_layout_pid_t pids[DDX_LAYOUT_MAX_PIDS]; /* launch.py "process N spawned ... --local_rank=K" */
   size_t npids;
 } ddx_layout_t;
@@ -52,7 +53,8 @@ void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */
 void ddx_layout_parse(ddx_layout_t *l, const char *text, size_t len, const ddx_line_meta_t *meta);
 /* The host and local rank DeepSpeed's launcher spawned pid as. */
-bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap, int32_t *local_rank);
+bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
+                    int32_t *local_rank);
 /* What a log file's path says about its lines: torchrun --log-dir
  * ".../attempt_N/<local_rank>/stderr.log" (local rank), Slurm
  * "slurm-<job>-<node>.out" / "...-<node>.out" with %N (host), "rank<N>.log"

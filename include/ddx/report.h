@@ -11,9 +11,9 @@
 #include "ddx/diagnose.h"
 
 typedef struct ddx_report_opts {
-  bool color;      /* ANSI colours (only on a terminal) */
-  double seconds;  /* wall time of the scan, for stats */
-  bool verbose;    /* text: print every field */
+  bool color;     /* ANSI colours (only on a terminal) */
+  double seconds; /* wall time of the scan, for stats */
+  bool verbose;   /* text: print every field */
 } ddx_report_opts_t;
 
 /* Each returns a malloc'd NUL-terminated string (caller frees) or NULL. */

@@ -27,8 +27,8 @@ typedef struct ddx_condition {
   const char *fact;
   const char *op;
   bool has_value;
-  double number;          /* when ref_fact is NULL */
-  const char *ref_fact;   /* value "k*fact" */
+  double number;        /* when ref_fact is NULL */
+  const char *ref_fact; /* value "k*fact" */
   double ref_factor;
 } ddx_condition_t;
 
@@ -43,7 +43,7 @@ typedef struct ddx_pattern {
   const char **capture_names; /* indexed by group number, NULL for unnamed */
   double confidence;
   bool fallback;
-  int severity; /* -1: the rule's */
+  int severity;           /* -1: the rule's */
   ddx_condition_t *conds; /* signature-level conditions (with the rule's) */
   size_t nconds;
   /* context-only fields */
@@ -108,9 +108,9 @@ typedef struct ddx_catalog {
   ddx_prefilter_t *prefilter;
   ddx_literal_ref_t *lit_refs; /* indexed by prefilter literal id */
   size_t nlits;
-  uint32_t npatterns;          /* signatures + contexts over all rules */
-  bool jit;                    /* JIT compiled */
-  ddx_strs_t warnings;         /* non-fatal loader warnings */
+  uint32_t npatterns;  /* signatures + contexts over all rules */
+  bool jit;            /* JIT compiled */
+  ddx_strs_t warnings; /* non-fatal loader warnings */
 } ddx_catalog_t;
 
 /* Loads every *.json (recursively, skipping *.schema.json) in the given

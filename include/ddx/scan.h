@@ -17,10 +17,10 @@
 #include "ddx/rules.h"
 #include "ddx/util.h"
 
-#define DDX_SCAN_BUF (1u << 20)      /* read buffer */
-#define DDX_SCAN_MAX_HITS_PER_RULE 4096 /* stored signature hits per rule */
-#define DDX_SCAN_MAX_CTX_HITS 200000    /* stored context hits in all */
-#define DDX_SCAN_TEXT_MAX 1024          /* stored normalised text per hit */
+#define DDX_SCAN_BUF (1u << 20)          /* read buffer */
+#define DDX_SCAN_MAX_HITS_PER_RULE 4096  /* stored signature hits per rule */
+#define DDX_SCAN_MAX_CTX_HITS 200000     /* stored context hits in all */
+#define DDX_SCAN_TEXT_MAX 1024           /* stored normalised text per hit */
 #define DDX_LAYOUT_LINE_MAX (256u << 10) /* longest launcher layout line read */
 
 typedef struct ddx_fact {
@@ -47,10 +47,10 @@ typedef struct ddx_frame {
   uint32_t input;
   uint64_t line;
   int32_t rank, local_rank;
-  bool start;        /* "Traceback (most recent call last)" */
-  uint32_t lineno;   /* frame: source line */
-  const char *file;  /* frame: source file (arena) */
-  const char *func;  /* frame: function (arena) */
+  bool start;       /* "Traceback (most recent call last)" */
+  uint32_t lineno;  /* frame: source line */
+  const char *file; /* frame: source file (arena) */
+  const char *func; /* frame: function (arena) */
   char host[DDX_HOST_MAX];
 } ddx_frame_t;
 
@@ -69,7 +69,7 @@ typedef struct ddx_rank_progress {
   uint64_t *line; /* 0: never seen */
   int64_t *ts;
   uint32_t *input;
-  size_t n;       /* ranks 0..n-1 */
+  size_t n; /* ranks 0..n-1 */
 } ddx_rank_progress_t;
 
 /* The newest hit of an anchor-last rule past the storage cap. */
@@ -82,33 +82,33 @@ typedef struct ddx_pending {
 
 typedef struct ddx_scan {
   const ddx_catalog_t *cat;
-  ddx_arena_t arena;  /* owns hit texts and facts */
-  ddx_vec_t hits;     /* ddx_hit_t, in input order then line order */
-  ddx_vec_t inputs;   /* ddx_scan_input_t */
-  ddx_vec_t frames;   /* ddx_frame_t, in input then line order */
-  ddx_layout_t *layout; /* hosts and ranks, from launcher lines */
-  uint64_t *rule_hits;    /* per rule: signature hits seen (stored or not) */
-  uint32_t *rule_stored;  /* per rule: signature hits stored */
-  size_t *rule_last;      /* per rule: index+1 of the last stored hit */
-  ddx_pending_t *pending; /* per rule: see ddx_pending_t */
+  ddx_arena_t arena;             /* owns hit texts and facts */
+  ddx_vec_t hits;                /* ddx_hit_t, in input order then line order */
+  ddx_vec_t inputs;              /* ddx_scan_input_t */
+  ddx_vec_t frames;              /* ddx_frame_t, in input then line order */
+  ddx_layout_t *layout;          /* hosts and ranks, from launcher lines */
+  uint64_t *rule_hits;           /* per rule: signature hits seen (stored or not) */
+  uint32_t *rule_stored;         /* per rule: signature hits stored */
+  size_t *rule_last;             /* per rule: index+1 of the last stored hit */
+  ddx_pending_t *pending;        /* per rule: see ddx_pending_t */
   ddx_rank_progress_t *progress; /* per rule (anchor-last rules only) */
   size_t ctx_stored;
   uint64_t bytes, lines;
-  uint64_t regex_errors; /* match/depth limit hits */
+  uint64_t regex_errors;       /* match/depth limit hits */
   uint64_t *rule_regex_errors; /* per rule */
   /* streaming state of the current input */
   char *buf;
   size_t len;
-  uint64_t base;        /* input offset of buf[0] */
-  uint64_t line_no;     /* line number of the line starting at count_pos */
-  size_t count_pos;     /* buffer position up to which terminators are counted */
+  uint64_t base;    /* input offset of buf[0] */
+  uint64_t line_no; /* line number of the line starting at count_pos */
+  size_t count_pos; /* buffer position up to which terminators are counted */
   bool open;
-  char last_byte;        /* last byte fed to the current input */
+  char last_byte; /* last byte fed to the current input */
   /* scratch */
   void *md;
   char *norm;
-  char *raw; /* a raw layout line, NUL-terminated (allocated on first use) */
-  ddx_vec_t cands;      /* candidate (pos, literal) pairs of one buffer */
+  char *raw;                  /* a raw layout line, NUL-terminated (allocated on first use) */
+  ddx_vec_t cands;            /* candidate (pos, literal) pairs of one buffer */
   volatile const int *cancel; /* optional: non-zero stops the scan */
 } ddx_scan_t;
 

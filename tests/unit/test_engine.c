@@ -27,34 +27,54 @@ static void write_rule(const char *id, const char *body) {
 static ddx_catalog_t *make_catalog(void) {
   strcpy(dir, "/tmp/ddx-test-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
-  write_rule("t.oom", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 40, "
-                      "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate "
-                      "(?<tried>[\\\\d.]+ [KMG]iB)(?:.*and (?<unalloc>[\\\\d.]+ [KMG]iB) is "
-                      "reserved by PyTorch but unallocated)?\", \"literals\": [\"CUDA out of memory\"]}]");
+  write_rule("t.oom",
+             "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 40, "
+             "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate "
+             "(?<tried>[\\\\d.]+ [KMG]iB)(?:.*and (?<unalloc>[\\\\d.]+ [KMG]iB) is "
+             "reserved by PyTorch but unallocated)?\", \"literals\": [\"CUDA out of memory\"]}]");
   write_rule("t.zero3", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 80, "
-                        "\"signatures\": [{\"regex\": \"CUDA out of memory\", \"literals\": [\"CUDA out of memory\"]}], "
-                        "\"context\": [{\"regex\": \"fetch_sub_module\", \"literals\": [\"fetch_sub_module\"], \"before\": 5, \"after\": 0}]");
-  write_rule("t.frag", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 60, "
-                       "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate (?<tried>[\\\\d.]+ [KMG]iB).*and (?<unalloc>[\\\\d.]+ [KMG]iB) is reserved\", \"literals\": [\"CUDA out of memory\"]}], "
-                       "\"conditions\": [{\"fact\": \"unalloc\", \"op\": \">=\", \"value\": \"2*tried\"}]");
-  write_rule("t.watchdog", "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
-                           "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught(?: SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}]");
-  write_rule("t.kill9", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
-                        "\"signatures\": [{\"regex\": \"exitcode: -9\\\\)(?: local_rank: (?<local_rank>\\\\d+) \\\\(pid: (?<pid>\\\\d+))?\", \"literals\": [\"exitcode\"], \"fallback\": true}, "
-                        "{\"regex\": \"Killed process (?<pid>\\\\d+)\", \"literals\": [\"Killed process\"]}]");
+                        "\"signatures\": [{\"regex\": \"CUDA out of memory\", \"literals\": "
+                        "[\"CUDA out of memory\"]}], "
+                        "\"context\": [{\"regex\": \"fetch_sub_module\", \"literals\": "
+                        "[\"fetch_sub_module\"], \"before\": 5, \"after\": 0}]");
+  write_rule("t.frag",
+             "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 60, "
+             "\"signatures\": [{\"regex\": \"CUDA out of memory\\\\. Tried to allocate "
+             "(?<tried>[\\\\d.]+ [KMG]iB).*and (?<unalloc>[\\\\d.]+ [KMG]iB) is reserved\", "
+             "\"literals\": [\"CUDA out of memory\"]}], "
+             "\"conditions\": [{\"fact\": \"unalloc\", \"op\": \">=\", \"value\": \"2*tried\"}]");
+  write_rule("t.watchdog",
+             "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
+             "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught(?: "
+             "SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}]");
+  write_rule(
+      "t.kill9",
+      "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
+      "\"signatures\": [{\"regex\": \"exitcode: -9\\\\)(?: local_rank: (?<local_rank>\\\\d+) "
+      "\\\\(pid: (?<pid>\\\\d+))?\", \"literals\": [\"exitcode\"], \"fallback\": true}, "
+      "{\"regex\": \"Killed process (?<pid>\\\\d+)\", \"literals\": [\"Killed process\"]}]");
   write_rule("t.generic", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 2, "
-                          "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", \"literals\": [\"Error: \"]}]");
-  write_rule("t.sigbus", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 91, "
-                        "\"signatures\": [{\"regex\": \"exitcode: (?<code>-?\\\\d+)\", \"literals\": [\"exitcode\"], "
-                        "\"conditions\": [{\"fact\": \"code\", \"op\": \"==\", \"value\": -7}]}]");
+                          "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", "
+                          "\"literals\": [\"Error: \"]}]");
+  write_rule(
+      "t.sigbus",
+      "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 91, "
+      "\"signatures\": [{\"regex\": \"exitcode: (?<code>-?\\\\d+)\", \"literals\": [\"exitcode\"], "
+      "\"conditions\": [{\"fact\": \"code\", \"op\": \"==\", \"value\": -7}]}]");
   write_rule("t.pipe", "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 70, "
-                      "\"signatures\": [{\"regex\": \"element 0 of tensors does not require grad\", \"literals\": [\"does not require grad\"], "
-                      "\"context\": [{\"regex\": \"pipe/engine\", \"literals\": [\"pipe/engine\"], \"before\": 10}]}, "
-                      "{\"regex\": \"element [1-9]\\\\d* of tensors does not require grad\", \"literals\": [\"does not require grad\"]}]");
+                       "\"signatures\": [{\"regex\": \"element 0 of tensors does not require "
+                       "grad\", \"literals\": [\"does not require grad\"], "
+                       "\"context\": [{\"regex\": \"pipe/engine\", \"literals\": "
+                       "[\"pipe/engine\"], \"before\": 10}]}, "
+                       "{\"regex\": \"element [1-9]\\\\d* of tensors does not require grad\", "
+                       "\"literals\": [\"does not require grad\"]}]");
   write_rule("t.wrap", "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
-                      "\"signatures\": [{\"regex\": \"failed \\\\(exitcode: 1\\\\) local_rank: (?<local_rank>\\\\d+)\", \"literals\": [\"exitcode: 1\"]}]");
-  write_rule("t.hang", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": \"no-error\", \"anchor\": \"last\", "
-                       "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
+                       "\"signatures\": [{\"regex\": \"failed \\\\(exitcode: 1\\\\) local_rank: "
+                       "(?<local_rank>\\\\d+)\", \"literals\": [\"exitcode: 1\"]}]");
+  write_rule("t.hang",
+             "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
+             "\"no-error\", \"anchor\": \"last\", "
+             "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
   ddx_catalog_t *cat = NULL;
   ddx_error_t err = {0};
   const char *paths[] = {dir};
@@ -74,7 +94,8 @@ static void run_pieces(result_t *r, const ddx_catalog_t *cat, const char *text, 
   ddx_scan_init(&r->scan, cat);
   ddx_scan_begin(&r->scan, "t");
   size_t n = strlen(text);
-  for (size_t i = 0; i < n; i += piece) ddx_scan_feed(&r->scan, text + i, i + piece > n ? n - i : piece);
+  for (size_t i = 0; i < n; i += piece)
+    ddx_scan_feed(&r->scan, text + i, i + piece > n ? n - i : piece);
   ddx_scan_end(&r->scan);
   CHECK_EQ_INT(ddx_diagnose(&r->d, &r->scan, &err), 0);
 }
@@ -93,8 +114,9 @@ static const char *primary(const result_t *r) {
 }
 
 static void test_chunking_and_lines(const ddx_catalog_t *cat) {
-  const char *text = "a\r\nb\rc\n\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\r\nx\ry\n"
-                     "[Rank 4] Watchdog caught collective operation timeout\nlast";
+  const char *text =
+      "a\r\nb\rc\n\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\r\nx\ry\n"
+      "[Rank 4] Watchdog caught collective operation timeout\nlast";
   result_t whole;
   run(&whole, cat, text);
   CHECK_EQ_STR(primary(&whole), "t.oom");
@@ -138,29 +160,38 @@ static void test_long_line(const ddx_catalog_t *cat) {
 static void test_priority_context_conditions(const ddx_catalog_t *cat) {
   result_t r;
   /* Context within 5 lines before: the ZeRO-3 rule wins the line. */
-  run(&r, cat, "  File \"x.py\", in fetch_sub_module\n  a\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "  File \"x.py\", in fetch_sub_module\n  a\nCUDA out of memory. Tried to allocate 1.00 "
+      "GiB\n");
   CHECK_EQ_STR(primary(&r), "t.zero3");
   done(&r);
   /* Context too far away: the generic OOM keeps it. */
-  run(&r, cat, "fetch_sub_module\n1\n2\n3\n4\n5\n6\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "fetch_sub_module\n1\n2\n3\n4\n5\n6\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
   done(&r);
   /* Context on another rank does not count. */
-  run(&r, cat, "[rank1]: fetch_sub_module\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "[rank1]: fetch_sub_module\n[rank2]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
   done(&r);
   /* Facts merge over an incident's events: the anchor's first. */
-  run(&r, cat, "[rank1]: CUDA out of memory. Tried to allocate 1.00 GiB\n"
-               "[rank2]: CUDA out of memory. Tried to allocate 2.00 GiB and 0.50 GiB is reserved by "
-               "PyTorch but unallocated\n");
+  run(&r, cat,
+      "[rank1]: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+      "[rank2]: CUDA out of memory. Tried to allocate 2.00 GiB and 0.50 GiB is reserved by "
+      "PyTorch but unallocated\n");
   CHECK_EQ_STR(ddx_incident_fact(&r.d.incidents[0], "tried"), "1.00 GiB");
   CHECK_EQ_STR(ddx_incident_fact(&r.d.incidents[0], "unalloc"), "0.50 GiB");
   done(&r);
   /* Condition on facts: 3 GiB unallocated >= 2 * 1 GiB tried. */
-  run(&r, cat, "CUDA out of memory. Tried to allocate 1.00 GiB and 3.00 GiB is reserved by PyTorch but unallocated\n");
+  run(&r, cat,
+      "CUDA out of memory. Tried to allocate 1.00 GiB and 3.00 GiB is reserved by PyTorch but "
+      "unallocated\n");
   CHECK_EQ_STR(primary(&r), "t.frag");
   done(&r);
-  run(&r, cat, "CUDA out of memory. Tried to allocate 1.00 GiB and 1.00 GiB is reserved by PyTorch but unallocated\n");
+  run(&r, cat,
+      "CUDA out of memory. Tried to allocate 1.00 GiB and 1.00 GiB is reserved by PyTorch but "
+      "unallocated\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
   CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "unalloc"), "1.00 GiB"));
   done(&r);
@@ -169,15 +200,17 @@ static void test_priority_context_conditions(const ddx_catalog_t *cat) {
 static void test_roles(const ddx_catalog_t *cat) {
   result_t r;
   /* A later cause beats earlier collateral; the catch-all becomes collateral. */
-  run(&r, cat, "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\nRuntimeError: boom\n"
-               "[rank5]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\nRuntimeError: boom\n"
+      "[rank5]: CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
   CHECK_EQ_INT(r.d.n, 1);
   CHECK_EQ_INT(r.d.incidents[0].rank, 5);
   CHECK_EQ_INT(r.d.incidents[0].ncollateral, 2);
   done(&r);
   /* Only collateral: it is the primary, with lower confidence and a missing fact. */
-  run(&r, cat, "[Rank 0] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 1] Watchdog caught x\n");
+  run(&r, cat,
+      "[Rank 0] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 1] Watchdog caught x\n");
   CHECK_EQ_STR(primary(&r), "t.watchdog");
   CHECK_EQ_INT(r.d.incidents[0].ranks.n, 3);
   CHECK_EQ_INT(r.d.incidents[0].count, 3);
@@ -191,8 +224,9 @@ static void test_roles(const ddx_catalog_t *cat) {
   run(&r, cat, "RuntimeError: element 0 of tensors does not require grad\n");
   CHECK_EQ_STR(primary(&r), "t.generic");
   done(&r);
-  run(&r, cat, "  File \"deepspeed/runtime/pipe/engine.py\", line 1, in _exec_backward_pass\n"
-               "RuntimeError: element 0 of tensors does not require grad\n");
+  run(&r, cat,
+      "  File \"deepspeed/runtime/pipe/engine.py\", line 1, in _exec_backward_pass\n"
+      "RuntimeError: element 0 of tensors does not require grad\n");
   CHECK_EQ_STR(primary(&r), "t.pipe");
   done(&r);
   run(&r, cat, "RuntimeError: element 1 of tensors does not require grad\n");
@@ -215,9 +249,10 @@ static void test_roles(const ddx_catalog_t *cat) {
   done(&r);
   /* The kernel's line names only a pid: the launcher's line with the same
    * pid gives the rank. */
-  run(&r, cat, "failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary\n"
-               "failed (exitcode: -9) local_rank: 5 (pid: 4243) of binary\n"
-               "[Wed Nov 26 14:54:38 2025] Out of memory: Killed process 4243 (python)\n");
+  run(&r, cat,
+      "failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary\n"
+      "failed (exitcode: -9) local_rank: 5 (pid: 4243) of binary\n"
+      "[Wed Nov 26 14:54:38 2025] Out of memory: Killed process 4243 (python)\n");
   CHECK_EQ_STR(primary(&r), "t.kill9");
   CHECK(!r.d.incidents[0].fallback);
   CHECK_EQ_INT(r.d.incidents[0].hit->line, 3);
@@ -225,9 +260,10 @@ static void test_roles(const ddx_catalog_t *cat) {
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "4243"));
   done(&r);
   /* A hang: rank 2's progress stops first while the others go on. */
-  run(&r, cat, "[rank0]: step=1\n[rank1]: step=1\n[rank2]: step=1\n[rank3]: step=1\n"
-               "[rank0]: step=2\n[rank1]: step=2\n[rank3]: step=2\n"
-               "[rank0]: step=3\n[rank1]: step=3\n[rank3]: step=3\n");
+  run(&r, cat,
+      "[rank0]: step=1\n[rank1]: step=1\n[rank2]: step=1\n[rank3]: step=1\n"
+      "[rank0]: step=2\n[rank1]: step=2\n[rank3]: step=2\n"
+      "[rank0]: step=3\n[rank1]: step=3\n[rank3]: step=3\n");
   CHECK_EQ_STR(primary(&r), "t.hang");
   CHECK_EQ_INT(r.d.incidents[0].rank, 2);
   CHECK(r.d.incidents[0].quiet_first.n == 1);
@@ -248,16 +284,18 @@ static void test_roles(const ddx_catalog_t *cat) {
 static void test_straggler_inference(const ddx_catalog_t *cat) {
   result_t r;
   /* Ranks 0-3 and 5-7 wait; rank 4 never reports: the suspect. */
-  run(&r, cat, "[Rank 0] Watchdog caught\n[Rank 1] Watchdog caught\n[Rank 2] Watchdog caught\n"
-               "[Rank 3] Watchdog caught\n[Rank 5] Watchdog caught\n[Rank 6] Watchdog caught\n"
-               "[Rank 7] Watchdog caught\n");
+  run(&r, cat,
+      "[Rank 0] Watchdog caught\n[Rank 1] Watchdog caught\n[Rank 2] Watchdog caught\n"
+      "[Rank 3] Watchdog caught\n[Rank 5] Watchdog caught\n[Rank 6] Watchdog caught\n"
+      "[Rank 7] Watchdog caught\n");
   CHECK_EQ_STR(primary(&r), "t.watchdog");
   CHECK_EQ_INT(r.d.incidents[0].rank, 4);
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "inference"));
   done(&r);
   /* Everyone reports, but rank 2 is stuck at an older SeqNum. */
-  run(&r, cat, "[Rank 0] Watchdog caught SeqNum=78\n[Rank 1] Watchdog caught SeqNum=78\n"
-               "[Rank 2] Watchdog caught SeqNum=77\n[Rank 3] Watchdog caught SeqNum=78\n");
+  run(&r, cat,
+      "[Rank 0] Watchdog caught SeqNum=78\n[Rank 1] Watchdog caught SeqNum=78\n"
+      "[Rank 2] Watchdog caught SeqNum=77\n[Rank 3] Watchdog caught SeqNum=78\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 2);
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "77"));
   done(&r);
@@ -270,21 +308,24 @@ static void test_straggler_inference(const ddx_catalog_t *cat) {
 static void test_layout(const ddx_catalog_t *cat) {
   result_t r;
   /* DeepSpeed's WORLD INFO DICT: worker-1 holds global ranks 4-7. */
-  run(&r, cat, "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: "
-               "{'worker-0': [0, 1, 2, 3], 'worker-1': [0, 1, 2, 3]}\n"
-               "worker-1: [default2]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: "
+      "{'worker-0': [0, 1, 2, 3], 'worker-1': [0, 1, 2, 3]}\n"
+      "worker-1: [default2]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 6);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
   done(&r);
   /* Per-node launcher lines: nnodes/num_local_procs/node_rank under a pdsh host. */
-  run(&r, cat, "node-b: [2024-01-01 00:00:00,000] [INFO] [launch.py:152:main] nnodes=3, "
-               "num_local_procs=8, node_rank=2\n"
-               "node-b: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+  run(&r, cat,
+      "node-b: [2024-01-01 00:00:00,000] [INFO] [launch.py:152:main] nnodes=3, "
+      "num_local_procs=8, node_rank=2\n"
+      "node-b: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 21);
   done(&r);
   /* Two hosts without a layout: the global rank is unknown, not guessed. */
-  run(&r, cat, "node-d: [default1]:step\nnode-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n"
-               "node-d: [default2]: Traceback (most recent call last):\n");
+  run(&r, cat,
+      "node-d: [default1]:step\nnode-c: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n"
+      "node-d: [default2]: Traceback (most recent call last):\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, -1);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
   done(&r);
@@ -314,15 +355,16 @@ static void test_path_meta(void) {
 static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   /* Two ranks' tracebacks interleaved line by line: each incident gets only
    * its own rank's frames, outermost first. */
-  const char *text =
-      "[rank0]: Traceback (most recent call last):\n"
-      "[rank1]: Traceback (most recent call last):\n"
-      "[rank0]:   File \"/work/train.py\", line 10, in <module>\n"
-      "[rank1]:   File \"/work/train.py\", line 10, in <module>\n"
-      "[rank1]:   File \"/work/model.py\", line 77, in forward\n"
-      "[rank0]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", line 5, in linear\n"
-      "[rank1]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", line 9, in softmax\n"
-      "[rank0]: CUDA out of memory. Tried to allocate 1.00 GiB\n";
+  const char *text = "[rank0]: Traceback (most recent call last):\n"
+                     "[rank1]: Traceback (most recent call last):\n"
+                     "[rank0]:   File \"/work/train.py\", line 10, in <module>\n"
+                     "[rank1]:   File \"/work/train.py\", line 10, in <module>\n"
+                     "[rank1]:   File \"/work/model.py\", line 77, in forward\n"
+                     "[rank0]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", "
+                     "line 5, in linear\n"
+                     "[rank1]:   File \"/usr/lib/python3/site-packages/torch/nn/functional.py\", "
+                     "line 9, in softmax\n"
+                     "[rank0]: CUDA out of memory. Tried to allocate 1.00 GiB\n";
   result_t r;
   run(&r, cat, text);
   CHECK_EQ_STR(primary(&r), "t.oom");
@@ -338,9 +380,11 @@ static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   CHECK(inc->user_frame && !strcmp(inc->user_frame->file, "/work/train.py"));
   done(&r);
   /* A frame from an older traceback beyond the Traceback line is not taken. */
-  run(&r, cat, "  File \"/old.py\", line 1, in f\nTraceback (most recent call last):\n"
-               "  File \"/new.py\", line 2, in g\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
-  CHECK(r.d.n && r.d.incidents[0].nframes == 1 && !strcmp(r.d.incidents[0].frames[0]->file, "/new.py"));
+  run(&r, cat,
+      "  File \"/old.py\", line 1, in f\nTraceback (most recent call last):\n"
+      "  File \"/new.py\", line 2, in g\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
+  CHECK(r.d.n && r.d.incidents[0].nframes == 1 &&
+        !strcmp(r.d.incidents[0].frames[0]->file, "/new.py"));
   done(&r);
 }
 

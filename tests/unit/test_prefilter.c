@@ -28,17 +28,18 @@ static size_t naive_count(const char *hay, size_t n, const char *lit) {
 }
 
 int main(void) {
-  const char *lits[] = {"CUDA out of memory", "Watchdog caught", "SIGTERM", "exitcode", "ab", "aaa", "Error:"};
+  const char *lits[] = {
+      "CUDA out of memory", "Watchdog caught", "SIGTERM", "exitcode", "ab", "aaa", "Error:"};
   const size_t nl = sizeof lits / sizeof *lits;
   ddx_prefilter_t *pf = ddx_prefilter_new();
-  for (size_t i = 0; i < nl; i++) CHECK_EQ_INT(ddx_prefilter_add(pf, lits[i], strlen(lits[i])), i);
+  for (size_t i = 0; i < nl; i++)
+    CHECK_EQ_INT(ddx_prefilter_add(pf, lits[i], strlen(lits[i])), i);
   CHECK_EQ_INT(ddx_prefilter_add(pf, "x", 1), -1); /* too short */
   CHECK_EQ_INT(ddx_prefilter_build(pf), 0);
 
-  const char *text =
-      "torch.OutOfMemoryError: CUDA out of memory. Tried\n"
-      "[Rank 3] Watchdog caught collective operation timeout\rSIGTERM SIGTERM\n"
-      "aaaaab exitcode: -9 RuntimeError: CUDA out of memory";
+  const char *text = "torch.OutOfMemoryError: CUDA out of memory. Tried\n"
+                     "[Rank 3] Watchdog caught collective operation timeout\rSIGTERM SIGTERM\n"
+                     "aaaaab exitcode: -9 RuntimeError: CUDA out of memory";
   size_t n = strlen(text);
   found_t f = {0};
   ddx_prefilter_scan(pf, text, n, collect, &f);
@@ -56,11 +57,13 @@ int main(void) {
   srand(7);
   char *rnd = malloc(200000);
   const char alpha[] = "abSIGTERMxe :\n";
-  for (size_t i = 0; i < 200000; i++) rnd[i] = alpha[rand() % (sizeof alpha - 1)];
+  for (size_t i = 0; i < 200000; i++)
+    rnd[i] = alpha[rand() % (sizeof alpha - 1)];
   found_t *g = calloc(1, sizeof *g);
   ddx_prefilter_scan(pf, rnd, 200000, collect, g);
   size_t want = 0;
-  for (size_t i = 0; i < nl; i++) want += naive_count(rnd, 200000, lits[i]);
+  for (size_t i = 0; i < nl; i++)
+    want += naive_count(rnd, 200000, lits[i]);
   CHECK_EQ_INT(g->n, want > 4096 ? 4096 : want);
   free(g);
   free(rnd);

@@ -21,7 +21,8 @@ static void test_quantity(void) {
 static void test_rankset(void) {
   ddx_rankset_t s = {0};
   int in[] = {7, 0, 3, 1, 2, 3, 9, 10, 11, 5};
-  for (size_t i = 0; i < sizeof in / sizeof *in; i++) ddx_rankset_add(&s, in[i]);
+  for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+    ddx_rankset_add(&s, in[i]);
   CHECK_EQ_INT(s.n, 9);
   CHECK(ddx_rankset_has(&s, 10) && !ddx_rankset_has(&s, 4));
   char buf[64];
@@ -43,12 +44,14 @@ static void test_arena_and_sb(void) {
   ddx_arena_t a;
   ddx_arena_init(&a);
   char *first = ddx_arena_strdup(&a, "hello");
-  for (int i = 0; i < 10000; i++) CHECK(ddx_arena_alloc(&a, 100) != NULL);
+  for (int i = 0; i < 10000; i++)
+    CHECK(ddx_arena_alloc(&a, 100) != NULL);
   CHECK_EQ_STR(first, "hello");
   ddx_arena_free(&a);
   ddx_sb_t b;
   ddx_sb_init(&b);
-  for (int i = 0; i < 1000; i++) ddx_sb_printf(&b, "%d,", i);
+  for (int i = 0; i < 1000; i++)
+    ddx_sb_printf(&b, "%d,", i);
   char *s = ddx_sb_take(&b);
   CHECK(s && !strncmp(s, "0,1,2,", 6) && strlen(s) == 3890);
   free(s);
@@ -56,8 +59,9 @@ static void test_arena_and_sb(void) {
 
 static void test_redact(void) {
   const char *hosts[] = {"gpu-node-07"};
-  char *r = ddx_redact("File \"/home/alice/proj/x.py\" on gpu-node-07 from 10.1.2.3 by bob@login1 v1.2.3.4.5",
-                       hosts, 1);
+  char *r = ddx_redact(
+      "File \"/home/alice/proj/x.py\" on gpu-node-07 from 10.1.2.3 by bob@login1 v1.2.3.4.5", hosts,
+      1);
   CHECK(r && !strstr(r, "alice") && !strstr(r, "gpu-node-07") && !strstr(r, "10.1.2.3") &&
         !strstr(r, "bob"));
   CHECK(r && strstr(r, "/home/USER/proj/x.py") && strstr(r, "host-1") && strstr(r, "x.x.x.x"));
