@@ -105,37 +105,32 @@ static int cmp_cand(const void *a, const void *b) {
 }
 
 /* Counts line terminators in buf[from..to): \n, \r\n (once) and bare \r.
- * A \r at to-1 followed by \n at to is counted at the \n. */
+ * A \r at to-1 followed by \n at to is counted at the \n. Two memchr
+ * passes (SIMD in libc): this runs over every byte of the input. */
 static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len) {
   uint64_t n = 0;
-  const char *p = buf + from, *end = buf + to;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *stop = nl ? nl : end;
-    /* bare \r inside [p, stop) */
-    for (const char *q = p; (q = memchr(q, '\r', (size_t)(stop - q))); q++) {
-      size_t at = (size_t)(q - buf);
-      if (at + 1 >= len || buf[at + 1] != '\n') n++;
-      if (q + 1 >= stop) break;
-    }
-    if (!nl) break;
-    n++;
-    p = nl + 1;
+  const char *e = buf + to;
+  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++) n++;
+  for (const char *p = buf + from; (p = memchr(p, '\r', (size_t)(e - p))); p++) {
+    size_t at = (size_t)(p - buf);
+    if (at + 1 >= len || buf[at + 1] != '\n') n++; /* a bare \r; \r\n counts at the \n */
   }
   return n;
 }
 
 static size_t line_start_of(const char *buf, size_t pos) {
   size_t lo = pos > 65536 ? pos - 65536 : 0;
-  while (pos > lo && buf[pos - 1] != '\n' && buf[pos - 1] != '\r')
-    pos--;
-  return pos;
+  const char *n = memrchr(buf + lo, '\n', pos - lo);
+  size_t from = n ? (size_t)(n - buf) + 1 : lo;
+  const char *r = memrchr(buf + from, '\r', pos - from);
+  return r ? (size_t)(r - buf) + 1 : from;
 }
 
 static size_t line_end_of(const char *buf, size_t pos, size_t end) {
-  while (pos < end && buf[pos] != '\n' && buf[pos] != '\r')
-    pos++;
-  return pos;
+  const char *n = memchr(buf + pos, '\n', end - pos);
+  size_t stop = n ? (size_t)(n - buf) : end;
+  const char *r = memchr(buf + pos, '\r', stop - pos);
+  return r ? (size_t)(r - buf) : stop;
 }
 
 static const ddx_pattern_t *ref_pattern(const ddx_catalog_t *cat, const ddx_literal_ref_t *r) {
