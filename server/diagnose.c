@@ -98,6 +98,31 @@ static void free_ctx_index(ctx_index_t **ix, const ddx_catalog_t *cat) {
   free(ix);
 }
 
+/* Sorts hit indices by (input, line) of their hits (insertion sort on
+ * runs that are mostly in order would do, but lists can be long). */
+typedef struct pos_idx {
+  uint32_t input;
+  uint64_t line;
+  size_t idx;
+} pos_idx_t;
+
+static int cmp_pos(const void *pa, const void *pb) {
+  const pos_idx_t *a = pa, *b = pb;
+  if (a->input != b->input) return a->input < b->input ? -1 : 1;
+  return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static void sort_by_position(size_t *idx, size_t n, const ddx_hit_t *hits) {
+  pos_idx_t *tmp = malloc(n * sizeof *tmp);
+  if (!tmp) return; /* unsorted: windows may be missed, never wrong memory */
+  for (size_t k = 0; k < n; k++)
+    tmp[k] = (pos_idx_t){hits[idx[k]].input, hits[idx[k]].line, idx[k]};
+  qsort(tmp, n, sizeof *tmp, cmp_pos);
+  for (size_t k = 0; k < n; k++)
+    idx[k] = tmp[k].idx;
+  free(tmp);
+}
+
 static ctx_index_t **build_ctx_index(const ddx_scan_t *s) {
   const ddx_catalog_t *cat = s->cat;
   ctx_index_t **ix = calloc(cat->nrules + 1, sizeof *ix);
@@ -128,6 +153,18 @@ static ctx_index_t **build_ctx_index(const ddx_scan_t *s) {
           }
         }
   }
+  /* Windows are found by binary search on (input, line): live inputs are
+   * fed interleaved, so sort a list that is not in order already. */
+  for (size_t r = 0; r < cat->nrules; r++)
+    for (size_t c = 0; ix[r] && c < cat->rules[r].nctx; c++) {
+      ctx_index_t *ci = &ix[r][c];
+      bool sorted = true;
+      for (size_t k = 1; k < ci->n && sorted; k++) {
+        const ddx_hit_t *x = &hits[ci->idx[k - 1]], *y = &hits[ci->idx[k]];
+        sorted = x->input < y->input || (x->input == y->input && x->line <= y->line);
+      }
+      if (!sorted) sort_by_position(ci->idx, ci->n, hits);
+    }
   return ix;
 }
 
@@ -465,11 +502,11 @@ static bool is_library_path(const char *file) {
  * lines in between (interleaving) are skipped, not a boundary. */
 #define TB_MAX_SPAN 600 /* lines above the exception */
 #define TB_MAX_GAP 80   /* lines between two frames of one traceback */
-static void attach_traceback(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incident_t *inc) {
-  const ddx_frame_t *fr = s->frames.data;
+static void attach_traceback(ddx_diagnosis_t *d, const ddx_frame_t *fr, size_t nfr,
+                             ddx_incident_t *inc) {
   const ddx_hit_t *h = inc->hit;
   /* last frame before the hit line in the same input */
-  size_t a = 0, b = s->frames.len;
+  size_t a = 0, b = nfr;
   while (a < b) {
     size_t mid = (a + b) / 2;
     if (fr[mid].input < h->input || (fr[mid].input == h->input && fr[mid].line < h->line))
@@ -584,6 +621,28 @@ static void note_quiet_ranks(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
            rs, seen - inc->quiet_first.n, inc->quiet_first.n == 1 ? "it" : "they");
   inc->rank_note = ddx_arena_strdup(&d->arena, note);
   if (inc->quiet_first.n == 1) inc->rank = inc->quiet_first.v[0];
+}
+
+static int cmp_frame(const void *pa, const void *pb) {
+  const ddx_frame_t *a = pa, *b = pb;
+  if (a->input != b->input) return a->input < b->input ? -1 : 1;
+  return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/* Frames in (input, line) order: the scan's own when it fed inputs one
+ * after the other, else a sorted copy owned by the diagnosis (live inputs
+ * are fed interleaved). */
+static const ddx_frame_t *sorted_frames(ddx_diagnosis_t *d, const ddx_scan_t *s) {
+  const ddx_frame_t *fr = s->frames.data;
+  bool sorted = true;
+  for (size_t i = 1; i < s->frames.len && sorted; i++)
+    sorted = cmp_frame(&fr[i - 1], &fr[i]) <= 0;
+  if (sorted) return fr;
+  ddx_frame_t *copy = ddx_arena_alloc(&d->arena, s->frames.len * sizeof *copy);
+  if (!copy) return NULL;
+  memcpy(copy, fr, s->frames.len * sizeof *copy);
+  qsort(copy, s->frames.len, sizeof *copy, cmp_frame);
+  return copy;
 }
 
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
@@ -769,6 +828,9 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       }
   }
 
+  const ddx_frame_t *frames = sorted_frames(d, s);
+  size_t nframes = frames ? s->frames.len : 0;
+
   /* 4. Confidence and missing facts. */
   for (size_t i = 0; i < out; i++) {
     ddx_incident_t *inc = &incs[i];
@@ -800,7 +862,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                   "'killed process|oom|xid|segfault'` on the node at the time of the failure");
     for (size_t k = 0; k < inc->rule->missing.n; k++)
       add_missing(d, inc, inc->rule->missing.v[k]);
-    attach_traceback(d, s, inc);
+    attach_traceback(d, frames, nframes, inc);
   }
   d->incidents = incs;
   d->n = out;

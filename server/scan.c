@@ -110,7 +110,8 @@ static int cmp_cand(const void *a, const void *b) {
 static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len) {
   uint64_t n = 0;
   const char *e = buf + to;
-  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++) n++;
+  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+    n++;
   for (const char *p = buf + from; (p = memchr(p, '\r', (size_t)(e - p))); p++) {
     size_t at = (size_t)(p - buf);
     if (at + 1 >= len || buf[at + 1] != '\n') n++; /* a bare \r; \r\n counts at the \n */
@@ -198,7 +199,7 @@ static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t li
   }
   pr->line[rank] = line;
   pr->ts[rank] = meta->ts_ms;
-  pr->input[rank] = (uint32_t)(s->inputs.len - 1);
+  pr->input[rank] = s->cur;
   return 0;
 }
 
@@ -232,7 +233,7 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
       pd->active = true;
       pd->hit = (ddx_hit_t){.rule = ref->rule,
                             .pattern = ref->pattern,
-                            .input = (uint32_t)(s->inputs.len - 1),
+                            .input = s->cur,
                             .line = line,
                             .offset = offset,
                             .column = (uint32_t)(ov[0] + 1),
@@ -247,7 +248,7 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   h->rule = ref->rule;
   h->pattern = ref->pattern;
   h->is_ctx = ref->is_ctx;
-  h->input = (uint32_t)(s->inputs.len - 1);
+  h->input = s->cur;
   h->line = line;
   h->offset = offset;
   h->column = (uint32_t)(ov[0] + 1);
@@ -283,10 +284,8 @@ static int settle_pending(ddx_scan_t *s) {
 static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_line_meta_t *meta,
                         const char *text, size_t tlen) {
   if (s->frames.len >= DDX_SCAN_MAX_FRAMES) return 0;
-  ddx_frame_t f = {.input = (uint32_t)(s->inputs.len - 1),
-                   .line = line,
-                   .rank = meta->rank,
-                   .local_rank = meta->local_rank};
+  ddx_frame_t f = {
+      .input = s->cur, .line = line, .rank = meta->rank, .local_rank = meta->local_rank};
   memcpy(f.host, meta->host, sizeof f.host);
   if (kind == DDX_BUILTIN_TB_START) {
     if (!memmem(text, tlen, "Traceback (most recent call last)", 33)) return 0;
@@ -323,7 +322,7 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
 static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
                      const ddx_literal_ref_t **refs, size_t nrefs) {
   ddx_line_meta_t meta;
-  meta = ((const ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].defaults;
+  meta = ((const ddx_scan_input_t *)s->inputs.data)[s->cur].defaults;
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   ddx_layout_note_host(s->layout, meta.host);
   ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
@@ -451,7 +450,7 @@ int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len) {
     len -= n;
     s->bytes += n;
     s->last_byte = data[-1];
-    ((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].bytes += n;
+    ((ddx_scan_input_t *)s->inputs.data)[s->cur].bytes += n;
     if (s->len == DDX_SCAN_BUF) {
       int rc = flush(s, false);
       if (rc) return rc;
@@ -464,7 +463,7 @@ int ddx_scan_end(ddx_scan_t *s) {
   if (!s->open) return 0;
   int rc = flush(s, true);
   if (!rc) rc = settle_pending(s);
-  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1];
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
   /* The last line counts even without a terminator. */
   uint64_t lines = s->line_no - 1;
   if (in->bytes > 0 && s->last_byte != '\n' && s->last_byte != '\r') lines++;
@@ -500,7 +499,7 @@ int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
     s->len += (size_t)n;
     s->bytes += (size_t)n;
     s->last_byte = s->buf[s->len - 1];
-    ((ddx_scan_input_t *)s->inputs.data)[s->inputs.len - 1].bytes += (size_t)n;
+    ((ddx_scan_input_t *)s->inputs.data)[s->cur].bytes += (size_t)n;
     if (s->len == DDX_SCAN_BUF) {
       rc = flush(s, false);
       if (rc) ddx_error_set(err, rc, "%s: scan stopped", path);
@@ -509,4 +508,49 @@ int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
   int rc2 = ddx_scan_end(s);
   if (fd != 0) close(fd);
   return rc ? rc : rc2;
+}
+
+int ddx_scan_add_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults,
+                       uint32_t *index) {
+  if (s->open) return DDX_EINVAL; /* finish the streamed input first */
+  ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
+  if (!in) return DDX_ENOMEM;
+  in->name = ddx_arena_strdup(&s->arena, name);
+  if (defaults)
+    in->defaults = *defaults;
+  else
+    ddx_line_meta_init(&in->defaults);
+  in->line_no = 1;
+  *index = (uint32_t)(s->inputs.len - 1);
+  return 0;
+}
+
+int ddx_scan_feed_lines(ddx_scan_t *s, uint32_t index, const char *data, size_t len) {
+  if (s->open || index >= s->inputs.len) return DDX_EINVAL;
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[index];
+  s->cur = index;
+  while (len) {
+    size_t n = len < DDX_SCAN_BUF ? len : DDX_SCAN_BUF;
+    if (n < len) { /* cut at the last terminator inside the piece */
+      size_t k = n;
+      while (k > 0 && data[k - 1] != '\n' && data[k - 1] != '\r')
+        k--;
+      if (k > 0) n = k;
+    }
+    memcpy(s->buf, data, n);
+    s->len = n;
+    s->base = in->bytes;
+    s->line_no = in->line_no;
+    s->count_pos = 0;
+    int rc = process(s, n);
+    in->line_no = s->line_no;
+    in->bytes += n;
+    in->lines = in->line_no - 1;
+    s->bytes += n;
+    s->len = 0;
+    if (rc) return rc;
+    data += n;
+    len -= n;
+  }
+  return settle_pending(s);
 }

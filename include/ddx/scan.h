@@ -61,6 +61,7 @@ typedef struct ddx_scan_input {
   uint64_t bytes, lines;
   ddx_line_meta_t defaults; /* what the input's path says (torchrun --log-dir
                                local rank, Slurm node), preset on each line */
+  uint64_t line_no;         /* ddx_scan_feed_lines: number of the next line */
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the
@@ -103,6 +104,7 @@ typedef struct ddx_scan {
   uint64_t line_no; /* line number of the line starting at count_pos */
   size_t count_pos; /* buffer position up to which terminators are counted */
   bool open;
+  uint32_t cur;   /* index of the input being scanned */
   char last_byte; /* last byte fed to the current input */
   /* scratch */
   void *md;
@@ -120,6 +122,13 @@ int ddx_scan_begin(ddx_scan_t *s, const char *name);
 int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults);
 int ddx_scan_feed(ddx_scan_t *s, const char *data, size_t len);
 int ddx_scan_end(ddx_scan_t *s);
+/* Live inputs (ddx watch, ddx run): register an input, then feed it
+ * complete lines (data ends at a line terminator; hold back a trailing \r
+ * that may be half of \r\n) whenever they arrive, inputs in any order.
+ * Hits stay grouped per line; ddx_diagnose may run between feeds. */
+int ddx_scan_add_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults,
+                       uint32_t *index);
+int ddx_scan_feed_lines(ddx_scan_t *s, uint32_t index, const char *data, size_t len);
 /* Scans a whole file ("-" is stdin) with the fixed buffer. */
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
 /* Scans one in-memory text as an input of its own. */

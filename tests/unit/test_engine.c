@@ -335,6 +335,39 @@ static void test_layout(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_live_inputs(const ddx_catalog_t *cat) {
+  /* Two growing files fed in turns, as ddx watch does. */
+  ddx_scan_t sc;
+  ddx_diagnosis_t d;
+  ddx_error_t err;
+  uint32_t a, b;
+  ddx_scan_init(&sc, cat);
+  CHECK_EQ_INT(ddx_scan_add_input(&sc, "a.log", NULL, &a), 0);
+  CHECK_EQ_INT(ddx_scan_add_input(&sc, "b.log", NULL, &b), 0);
+  ddx_scan_feed_lines(&sc, b, "  File \"z.py\", line 1, in forward\n", 35);
+  ddx_scan_feed_lines(&sc, a, "hello\r\n", 7);
+  ddx_scan_feed_lines(&sc, b, "[rank1]: CUDA out of memory. Tried to allocate 2.00 GiB\n", 56);
+  const char *l3 = "  File \"y.py\", line 1, in fetch_sub_module\nCUDA out of memory. Tried to "
+                   "allocate 1.00 GiB\n";
+  ddx_scan_feed_lines(&sc, a, l3, strlen(l3));
+  CHECK_EQ_INT(ddx_diagnose(&d, &sc, &err), 0);
+  /* a.log: its own frame a line above -> zero3; b.log's OOM has no such
+   * context in its file (a.log's frame does not count), so it is generic. */
+  bool zero3_a = false, oom_b = false;
+  for (size_t i = 0; i < d.n; i++) {
+    const ddx_incident_t *inc = &d.incidents[i];
+    if (!strcmp(inc->rule->id, "t.zero3") && inc->hit->input == a && inc->hit->line == 3)
+      zero3_a = true;
+    if (!strcmp(inc->rule->id, "t.oom") && inc->hit->input == b && inc->hit->line == 2)
+      oom_b = true;
+  }
+  CHECK(zero3_a);
+  CHECK(oom_b);
+  CHECK_EQ_INT(((ddx_scan_input_t *)sc.inputs.data)[a].lines, 3);
+  ddx_diagnosis_free(&d);
+  ddx_scan_free(&sc);
+}
+
 static void test_path_meta(void) {
   ddx_line_meta_t m;
   ddx_layout_path_meta("logs/run1/attempt_0/7/stderr.log", &m);
@@ -399,6 +432,7 @@ int main(void) {
   test_straggler_inference(cat);
   test_layout(cat);
   test_path_meta();
+  test_live_inputs(cat);
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
