@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/report.h"
 #include "ddx/rules.h"
@@ -27,6 +28,11 @@ static const char *const usage_text =
     "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] "
     "FILE|DIR...|-\n"
     "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
+    "  run [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
+    "      run a training command, pass its output through, diagnose it when it fails\n"
+    "  watch [--format text|json] [--stall SECONDS] [--exit-on-failure] [--metrics FILE]\n"
+    "        [--on-failure CMD] [--from-end] FILE|DIR...\n"
+    "      follow growing logs and report each failure once as it appears\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
     "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
@@ -358,12 +364,29 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
   return rc;
 }
 
+/* ddx run / ddx watch: --rules options first, then the live front end. */
+static int cmd_live(cli_t *c, bool watch, int argc, char **argv) {
+  int i = 0;
+  while (i + 1 < argc && !strcmp(argv[i], "--rules")) {
+    if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[i + 1];
+    i += 2;
+  }
+  ddx_catalog_t *cat;
+  int rc = load_catalog(c, &cat);
+  if (rc) return rc;
+  rc = watch ? ddx_live_watch(cat, argc - i, argv + i) : ddx_live_run(cat, argc - i, argv + i);
+  ddx_catalog_free(cat);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cli_t c = {0};
   if (argc < 2) return usage(NULL);
   const char *cmd = argv[1];
   if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "run") || !strcmp(cmd, "watch"))
+    return cmd_live(&c, !strcmp(cmd, "watch"), argc - 2, argv + 2);
   if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "lsp")) return ddx_lsp_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
