@@ -82,6 +82,8 @@ int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *
     in->defaults = *defaults;
   else
     ddx_line_meta_init(&in->defaults);
+  in->line_no = 1;
+  s->cur = (uint32_t)(s->inputs.len - 1);
   s->len = 0;
   s->base = 0;
   s->line_no = 1;
@@ -179,8 +181,8 @@ static int64_t capture_int(const ddx_pattern_t *p, const char *text, const size_
 #define DDX_PROGRESS_MAX_RANKS (1 << 20)
 
 /* Notes that a rank made progress (an event of an anchor-last rule). */
-static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t line,
-                         const ddx_line_meta_t *meta) {
+int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t line,
+                           uint32_t input, const ddx_line_meta_t *meta) {
   if (rank < 0 || rank >= DDX_PROGRESS_MAX_RANKS) return 0;
   ddx_rank_progress_t *pr = &s->progress[rule];
   if ((size_t)rank >= pr->n) {
@@ -199,7 +201,7 @@ static int note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t li
   }
   pr->line[rank] = line;
   pr->ts[rank] = meta->ts_ms;
-  pr->input[rank] = s->cur;
+  pr->input[rank] = input;
   return 0;
 }
 
@@ -211,7 +213,7 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   ddx_hit_t *h;
   if (rule->anchor_last && !ref->is_ctx) {
     int64_t rank = meta->rank >= 0 ? meta->rank : capture_int(p, text, ov, "rank");
-    int rc = note_progress(s, ref->rule, rank, line, meta);
+    int rc = ddx_scan_note_progress(s, ref->rule, rank, line, s->cur, meta);
     if (rc) return rc;
   }
   if (ref->is_ctx) {

@@ -368,6 +368,23 @@ static void test_live_inputs(const ddx_catalog_t *cat) {
   ddx_scan_free(&sc);
 }
 
+static void test_sequential_inputs(const ddx_catalog_t *cat) {
+  /* Inputs scanned one after the other keep their own bytes, lines and
+   * hits (ddx diagnose a.log b.log). */
+  ddx_scan_t sc;
+  ddx_scan_init(&sc, cat);
+  ddx_scan_text(&sc, "a", "x\ny\n", 4);
+  ddx_scan_text(&sc, "b", "z\nCUDA out of memory. Tried to allocate 1.00 GiB\nw", 50);
+  const ddx_scan_input_t *in = sc.inputs.data;
+  CHECK_EQ_INT(in[0].bytes, 4);
+  CHECK_EQ_INT(in[0].lines, 2);
+  CHECK_EQ_INT(in[1].bytes, 50);
+  CHECK_EQ_INT(in[1].lines, 3);
+  const ddx_hit_t *h = sc.hits.data;
+  CHECK(sc.hits.len >= 1 && h[0].input == 1 && h[0].line == 2);
+  ddx_scan_free(&sc);
+}
+
 static void test_path_meta(void) {
   ddx_line_meta_t m;
   ddx_layout_path_meta("logs/run1/attempt_0/7/stderr.log", &m);
@@ -433,6 +450,7 @@ int main(void) {
   test_layout(cat);
   test_path_meta();
   test_live_inputs(cat);
+  test_sequential_inputs(cat);
   ddx_catalog_free(cat);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
