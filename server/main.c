@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/events.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/report.h"
@@ -28,11 +29,14 @@ static const char *const usage_text =
     "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] "
     "FILE|DIR...|-\n"
     "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
+    "      --events-out FILE: also write the compact per-node events for ddx merge\n"
     "  run [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
     "      run a training command, pass its output through, diagnose it when it fails\n"
     "  watch [--format text|json] [--stall SECONDS] [--exit-on-failure] [--metrics FILE]\n"
     "        [--on-failure CMD] [--from-end] FILE|DIR...\n"
     "      follow growing logs and report each failure once as it appears\n"
+    "  merge [--format text|json|sarif] EVENTS...\n"
+    "      diagnose a whole job from the event files each node's ddx wrote\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
     "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
@@ -118,9 +122,11 @@ static void free_inputs(ddx_vec_t *v) {
   ddx_vec_free(v);
 }
 
-static int cmd_diagnose(cli_t *c, int argc, char **argv) {
+/* merge: the inputs are event files written by --events-out. */
+static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   const char *format = "text";
   bool evidence = false;
+  const char *events_out = NULL;
   int color = -1;
   const char *files[4096];
   size_t nfiles = 0;
@@ -136,6 +142,9 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
     } else if (!strcmp(a, "--rules")) {
       if (++i >= argc) return usage("--rules needs a folder");
       if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[i];
+    } else if (!strcmp(a, "--events-out") && !merge) {
+      if (++i >= argc) return usage("--events-out needs a file");
+      events_out = argv[i];
     } else if (!strcmp(a, "--evidence")) {
       evidence = true;
     } else if (!strcmp(a, "--color")) {
@@ -154,6 +163,11 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
   if (nfiles == 0) return usage("diagnose needs a FILE, a folder or - for stdin");
   for (size_t i = 0; i < nfiles; i++) {
     ddx_error_t lerr = {0};
+    if (merge) {
+      char **slot = ddx_vec_push(&inputs);
+      if (slot) *slot = strdup(files[i]);
+      continue;
+    }
     if (ddx_list_inputs(files[i], &inputs, 100000, &lerr)) {
       fprintf(stderr, "ddx: %s\n", lerr.msg);
       free_inputs(&inputs);
@@ -175,7 +189,8 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
   double t0 = now_s();
   for (size_t i = 0; i < inputs.len; i++) {
     ddx_error_t err = {0};
-    if (ddx_scan_path(&scan, DDX_VEC_AT(&inputs, char *, i), &err)) {
+    const char *in = DDX_VEC_AT(&inputs, char *, i);
+    if (merge ? ddx_events_read(&scan, in, &err) : ddx_scan_path(&scan, in, &err)) {
       fprintf(stderr, "ddx: %s\n", err.msg);
       ddx_scan_free(&scan);
       ddx_catalog_free(cat);
@@ -184,6 +199,18 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv) {
     }
   }
   free_inputs(&inputs);
+  if (events_out) {
+    ddx_error_t eerr = {0};
+    FILE *ef = fopen(events_out, "w");
+    int erc = ef ? ddx_events_write(&scan, ef, &eerr) : DDX_EIO;
+    if (ef && fclose(ef) != 0) erc = DDX_EIO;
+    if (erc) {
+      fprintf(stderr, "ddx: %s: %s\n", events_out, ef ? eerr.msg : strerror(errno));
+      ddx_scan_free(&scan);
+      ddx_catalog_free(cat);
+      return 2;
+    }
+  }
   ddx_diagnosis_t d;
   ddx_error_t err = {0};
   if (ddx_diagnose(&d, &scan, &err)) {
@@ -383,7 +410,8 @@ int main(int argc, char **argv) {
   cli_t c = {0};
   if (argc < 2) return usage(NULL);
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2, false);
+  if (!strcmp(cmd, "merge")) return cmd_diagnose(&c, argc - 2, argv + 2, true);
   if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "run") || !strcmp(cmd, "watch"))
     return cmd_live(&c, !strcmp(cmd, "watch"), argc - 2, argv + 2);

@@ -129,6 +129,10 @@ int ddx_scan_end(ddx_scan_t *s);
 int ddx_scan_add_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults,
                        uint32_t *index);
 int ddx_scan_feed_lines(ddx_scan_t *s, uint32_t index, const char *data, size_t len);
+/* Records that rank made progress (an event of anchor-last rule `rule`)
+ * at line of input; used by the scan itself and to merge event files. */
+int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t line,
+                           uint32_t input, const ddx_line_meta_t *meta);
 /* Scans a whole file ("-" is stdin) with the fixed buffer. */
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
 /* Scans one in-memory text as an input of its own. */

@@ -75,6 +75,30 @@ assert inc["collateral"][0]["ranks"] == [0, 1, 3]
 ' && ok || bad "torchrun --log-dir folder"
 expect_rc 2 "a missing folder exits 2" "$DDX" diagnose "$T/no-such-dir"
 
+# --- events and merge: each node's ddx writes compact events, merge diagnoses the job
+python3 tests/gen/genlog.py --seed 11 --dialect pdsh --kind host-oom --world-size 64 --table on -o "$T/full.log" >/dev/null
+python3 - "$T" <<'PY'
+import collections, re, sys
+t = sys.argv[1]
+per = collections.defaultdict(list)
+for l in open(t + "/full.log", newline="").read().splitlines(keepends=True):
+    m = re.match(r"([\w.-]+): ", l)
+    per[m.group(1) if m else "launcher"].append(l)
+for h, ls in per.items():
+    open(f"{t}/node-{h}.log", "w", newline="").write("".join(ls))
+PY
+for f in "$T"/node-*.log; do "$DDX" diagnose --events-out "${f%.log}.events" "$f" >/dev/null; done
+"$DDX" merge --format json "$T"/node-*.events >"$T/merged.json"
+want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['initiating_rank'])" "$T/full.json")
+jq_py "$T/merged.json" "
+inc = d['incidents'][0]
+assert inc['rule'] == 'host.oom-killer' and inc['rank'] == $want, (inc['rule'], inc['rank'])
+assert len(d['inputs']) >= 8
+" && ok || bad "merge of per-node events finds the initiating rank"
+printf 'not json\n' >"$T/bad.events"
+expect_rc 2 "merge refuses a file that is not an event file" "$DDX" merge "$T/bad.events"
+contains "$T/err" "bad.events:1" "the bad event file is named with its line"
+
 # --- SARIF
 "$DDX" diagnose --format sarif "$T/oom.log" >"$T/oom.sarif"
 jq_py "$T/oom.sarif" '
