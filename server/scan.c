@@ -152,9 +152,10 @@ static int fill_facts(ddx_scan_t *s, ddx_hit_t *h, const ddx_pattern_t *p, const
   if (!h->facts) return DDX_ENOMEM;
   for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++) {
     if (!p->capture_names[g] || ov[2 * g] == (size_t)-1) continue;
+    size_t flen = ov[2 * g + 1] - ov[2 * g];
     h->facts[h->nfacts].name = p->capture_names[g];
-    h->facts[h->nfacts].value =
-        ddx_arena_strndup(&s->arena, text + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
+    h->facts[h->nfacts].value = ddx_arena_strndup(
+        &s->arena, text + ov[2 * g], flen < DDX_SCAN_FACT_MAX ? flen : DDX_SCAN_FACT_MAX);
     h->nfacts++;
   }
   return 0;
@@ -258,7 +259,8 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   if (ref->is_ctx) return 0;
   h->text = ddx_arena_strndup(&s->arena, text, keep);
   if (!h->text) return DDX_ENOMEM;
-  return fill_facts(s, h, p, h->text, ov);
+  /* Captures index the whole normalised line, not the capped copy. */
+  return fill_facts(s, h, p, text, ov);
 }
 
 /* Moves pending anchor-last hits into their rule's last stored slot. */
