@@ -1,12 +1,12 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: all deps build build-asan demo test test-unit test-asan eval format format-check clean
+.PHONY: all deps build build-asan demo test test-unit test-asan eval format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format nodejs neovim valgrind
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format clang libclang-rt-14-dev nodejs neovim valgrind
 DEMO_LOG   := examples/zero3-oom-8gpu.log
 
 all: build
@@ -53,16 +53,23 @@ eval: build
 PY := /usr/bin/python3
 
 format-check: deps
-	@clang-format --dry-run -Werror server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h && echo "format: clean"
+	@clang-format --dry-run -Werror server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c && echo "format: clean"
 
-test: format-check test-unit test-asan
+# libFuzzer targets: a short fixed budget in make test, a long run in make fuzz.
+fuzz-short: deps
+	bash tests/fuzz/run.sh 20
+
+fuzz: deps
+	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-600}
+
+test: format-check test-unit test-asan fuzz-short
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95
 	@echo "make test: all suites passed"
 
 format:
-	clang-format -i server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined),
+# replays every saved regression input, then fuzzes each target for a fixed
+# time from the seeds (tests/corpus logs, rules, ds_config samples).
+# usage: tests/fuzz/run.sh [SECONDS_PER_TARGET]   (from the repository root)
+set -uo pipefail
+secs=${1:-20}
+root=$(pwd)
+out=${DDX_FUZZ_BUILD:-$root/build-fuzz}
+mkdir -p "$out"
+engine=$(ls server/*.c | grep -v -E 'server/(main|lsp.*|live.*)\.c$')
+cflags="-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -fno-omit-frame-pointer"
+san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+libs="$(pkg-config --libs jansson libpcre2-8) -lm"
+pass=0 fail=0
+for t in scan dsconfig rules; do
+  if ! clang $cflags $san $engine "tests/fuzz/fuzz_$t.c" $libs -o "$out/fuzz_$t" 2>"$out/build_$t.log"; then
+    echo "fuzz_$t: build failed"; cat "$out/build_$t.log"; fail=$((fail + 1)); continue
+  fi
+  case $t in
+    scan) seeds="tests/corpus/dev examples" ;;
+    dsconfig) seeds="tests/fuzz/seeds/dsconfig" ;;
+    rules) seeds="$(find rules -name '*.json' ! -name '*.schema.json' -printf '%h\n' | sort -u | tr '\n' ' ')" ;;
+  esac
+  # 1. every crash found so far stays fixed
+  regs=$(find "tests/fuzz/regressions/$t" -type f ! -name .keep)
+  if [ -n "$regs" ] && ! "$out/fuzz_$t" $regs >"$out/regress_$t.log" 2>&1; then
+    echo "fuzz_$t: a saved regression input fails again"; tail -20 "$out/regress_$t.log"; fail=$((fail + 1)); continue
+  fi
+  # 2. a fixed time budget from the seeds (new inputs go to a scratch corpus)
+  work="$out/corpus_$t"; mkdir -p "$work"
+  "$out/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="$out/crash_$t-" "$work" $seeds >"$out/fuzz_$t.log" 2>&1
+  rc=$?
+  stats=$(grep -E '^#[0-9]+.*(DONE|pulse)' "$out/fuzz_$t.log" | tail -1)
+  if [ $rc = 0 ]; then
+    echo "fuzz_$t: ok — $stats"; pass=$((pass + 1))
+  else
+    echo "fuzz_$t: FAILED (rc $rc); the input is in $out/crash_$t-*; copy it to tests/fuzz/regressions/$t/ once fixed"
+    grep -E 'ERROR|SUMMARY|runtime error' "$out/fuzz_$t.log" | head -5
+    fail=$((fail + 1))
+  fi
+done
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
