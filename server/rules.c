@@ -631,6 +631,60 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
   return 0;
 }
 
+/* Loads one rule file's JSON text into the next slot of cat->rules. The
+ * slot counts even when loading fails, so that ddx_catalog_free releases
+ * the regexes compiled before the error. */
+static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text, size_t len,
+                         ddx_error_t *err) {
+  json_error_t jerr;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line,
+                         jerr.column, jerr.text);
+  load_ctx_t lc = {.cat = cat, .file = file, .err = err};
+  ddx_rule_t *r = &cat->rules[cat->nrules];
+  r->index = (uint32_t)cat->nrules;
+  r->file = ddx_arena_strdup(&cat->arena, file);
+  cat->nrules++;
+  int rc = load_rule(&lc, root, r);
+  json_decref(root);
+  for (size_t k = 0; !rc && k + 1 < cat->nrules; k++)
+    if (!strcmp(cat->rules[k].id, r->id))
+      rc = ddx_error_set(err, DDX_ERULE, "%s: $.id: \"%s\" is already defined in %s", file, r->id,
+                         cat->rules[k].file);
+  return rc;
+}
+
+static int read_file(const char *path, char **text, size_t *len, ddx_error_t *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ddx_sb_putn(&b, chunk, n);
+  bool bad = ferror(f);
+  fclose(f);
+  *len = b.len;
+  *text = ddx_sb_take(&b);
+  if (bad || !*text) {
+    free(*text);
+    *text = NULL;
+    return ddx_error_set(err, DDX_EIO, "%s: cannot read", path);
+  }
+  return 0;
+}
+
+static int finish_catalog(ddx_catalog_t *cat, int rc, ddx_catalog_t **out, ddx_error_t *err) {
+  if (!rc) rc = build_prefilter(cat, err);
+  if (rc) {
+    ddx_catalog_free(cat);
+    return rc;
+  }
+  *out = cat;
+  return 0;
+}
+
 int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
                      ddx_error_t *err) {
   *out = NULL;
@@ -643,43 +697,32 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   for (size_t i = 0; i < npaths && !rc; i++)
     rc = collect_files(paths[i], &files, err, 0);
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
-  if (!rc) {
-    cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
-    for (size_t i = 0; i < files.len && !rc; i++) {
-      const char *file = DDX_VEC_AT(&files, char *, i);
-      json_error_t jerr;
-      json_t *root = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
-      if (!root) {
-        rc = ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line,
-                           jerr.column, jerr.text);
-        break;
-      }
-      load_ctx_t lc = {.cat = cat, .file = file, .err = err};
-      ddx_rule_t *r = &cat->rules[cat->nrules];
-      r->index = (uint32_t)cat->nrules;
-      r->file = ddx_arena_strdup(&cat->arena, file);
-      rc = load_rule(&lc, root, r);
-      json_decref(root);
-      if (rc) break;
-      for (size_t k = 0; k < cat->nrules; k++)
-        if (!strcmp(cat->rules[k].id, r->id)) {
-          rc = ddx_error_set(err, DDX_ERULE, "%s: $.id: \"%s\" is already defined in %s", file,
-                             r->id, cat->rules[k].file);
-          break;
-        }
-      cat->nrules++;
-    }
+  if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
+  for (size_t i = 0; i < files.len && !rc; i++) {
+    const char *file = DDX_VEC_AT(&files, char *, i);
+    char *text = NULL;
+    size_t len = 0;
+    rc = read_file(file, &text, &len, err);
+    if (!rc) rc = add_rule_text(cat, file, text, len, err);
+    free(text);
   }
   for (size_t i = 0; i < files.len; i++)
     free(DDX_VEC_AT(&files, char *, i));
   ddx_vec_free(&files);
-  if (!rc) rc = build_prefilter(cat, err);
-  if (rc) {
-    ddx_catalog_free(cat);
-    return rc;
-  }
-  *out = cat;
-  return 0;
+  return finish_catalog(cat, rc, out, err);
+}
+
+int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names,
+                           const char *const *texts, const size_t *lens, size_t n,
+                           ddx_error_t *err) {
+  *out = NULL;
+  ddx_catalog_t *cat = calloc(1, sizeof *cat);
+  if (!cat) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  ddx_arena_init(&cat->arena);
+  int rc = n ? 0 : ddx_error_set(err, DDX_ERULE, "no rule files found");
+  if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, n * sizeof *cat->rules);
+  for (size_t i = 0; i < n && !rc; i++) rc = add_rule_text(cat, names[i], texts[i], lens[i], err);
+  return finish_catalog(cat, rc, out, err);
 }
 
 void ddx_catalog_free(ddx_catalog_t *cat) {
