@@ -639,8 +639,8 @@ static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text,
   json_error_t jerr;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root)
-    return ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line,
-                         jerr.column, jerr.text);
+    return ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line, jerr.column,
+                         jerr.text);
   load_ctx_t lc = {.cat = cat, .file = file, .err = err};
   ddx_rule_t *r = &cat->rules[cat->nrules];
   r->index = (uint32_t)cat->nrules;
@@ -662,7 +662,8 @@ static int read_file(const char *path, char **text, size_t *len, ddx_error_t *er
   ddx_sb_init(&b);
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) ddx_sb_putn(&b, chunk, n);
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    ddx_sb_putn(&b, chunk, n);
   bool bad = ferror(f);
   fclose(f);
   *len = b.len;
@@ -712,16 +713,16 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   return finish_catalog(cat, rc, out, err);
 }
 
-int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names,
-                           const char *const *texts, const size_t *lens, size_t n,
-                           ddx_error_t *err) {
+int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names, const char *const *texts,
+                           const size_t *lens, size_t n, ddx_error_t *err) {
   *out = NULL;
   ddx_catalog_t *cat = calloc(1, sizeof *cat);
   if (!cat) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   ddx_arena_init(&cat->arena);
   int rc = n ? 0 : ddx_error_set(err, DDX_ERULE, "no rule files found");
   if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, n * sizeof *cat->rules);
-  for (size_t i = 0; i < n && !rc; i++) rc = add_rule_text(cat, names[i], texts[i], lens[i], err);
+  for (size_t i = 0; i < n && !rc; i++)
+    rc = add_rule_text(cat, names[i], texts[i], lens[i], err);
   return finish_catalog(cat, rc, out, err);
 }
 

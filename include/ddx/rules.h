@@ -119,9 +119,8 @@ typedef struct ddx_catalog {
 int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
                      ddx_error_t *err);
 /* The same from rule texts in memory (names are used in error messages). */
-int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names,
-                           const char *const *texts, const size_t *lens, size_t n,
-                           ddx_error_t *err);
+int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names, const char *const *texts,
+                           const size_t *lens, size_t n, ddx_error_t *err);
 void ddx_catalog_free(ddx_catalog_t *cat);
 const ddx_rule_t *ddx_catalog_find(const ddx_catalog_t *cat, const char *id);
 

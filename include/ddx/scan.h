@@ -21,7 +21,7 @@
 #define DDX_SCAN_MAX_HITS_PER_RULE 4096  /* stored signature hits per rule */
 #define DDX_SCAN_MAX_CTX_HITS 200000     /* stored context hits in all */
 #define DDX_SCAN_TEXT_MAX 1024           /* stored normalised text per hit */
-#define DDX_SCAN_FACT_MAX 256 /* stored bytes of one captured fact */
+#define DDX_SCAN_FACT_MAX 256            /* stored bytes of one captured fact */
 #define DDX_LAYOUT_LINE_MAX (256u << 10) /* longest launcher layout line read */
 
 typedef struct ddx_fact {
