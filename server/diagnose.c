@@ -728,7 +728,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     agg_t *g = &aggs[r];
     if (!g->have) continue;
     const ddx_rule_t *rule = &cat->rules[r];
-    if (rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) {
+    if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count) {
       ddx_rankset_free(&g->ranks);
       continue;
     }

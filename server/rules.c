@@ -391,7 +391,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       "role",       "priority", "signatures",     "context",    "conditions",  "explains",
       "trigger",    "anchor",   "summary",        "mechanism",  "symptoms",    "affects",
       "checklist",  "fix",      "verify",         "prevention", "fingerprint", "related",
-      "references", "missing",  "config_patches", "samples",    "$schema",     NULL};
+      "references", "missing",  "config_patches", "samples",    "min_count",   "$schema",
+      NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -422,6 +423,9 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   r->trigger = (ddx_trigger_t)e;
   if ((rc = get_enum(lc, root, "anchor", anchors, 0, false, &e))) return rc;
   r->anchor_last = e == 1;
+  long mc;
+  if ((rc = get_int(lc, root, "min_count", 1, 1000000, 1, false, &mc))) return rc;
+  r->min_count = (uint32_t)mc;
 
   json_t *sigs = json_object_get(root, "signatures");
   if (!json_is_array(sigs) || json_array_size(sigs) == 0)

@@ -71,6 +71,7 @@ typedef struct ddx_rule {
   int priority;
   ddx_trigger_t trigger;
   bool anchor_last;
+  uint32_t min_count; /* events needed before the rule makes an incident (1) */
   ddx_pattern_t *sigs;
   size_t nsigs;
   ddx_pattern_t *ctx;
