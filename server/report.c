@@ -308,6 +308,42 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
   }
 }
 
+/* The rule's headline template with {fact} replaced by this incident's
+ * facts (a catch-all says "KeyError: 'attention_mask'", not its title);
+ * the title when there is no template or a fact is missing. */
+static void put_headline_text(ddx_sb_t *b, const ddx_incident_t *inc) {
+  const char *t = inc->rule->headline;
+  if (!t) {
+    ddx_sb_puts(b, inc->rule->title);
+    return;
+  }
+  ddx_sb_t out;
+  ddx_sb_init(&out);
+  for (const char *p = t; *p;) {
+    const char *close = *p == '{' ? strchr(p, '}') : NULL;
+    if (!close) {
+      ddx_sb_putn(&out, p++, 1);
+      continue;
+    }
+    char name[64];
+    size_t n = (size_t)(close - p - 1);
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, p + 1, n);
+    name[n] = 0;
+    const char *v = ddx_incident_fact(inc, name);
+    if (!v) {
+      ddx_sb_free(&out);
+      ddx_sb_puts(b, inc->rule->title);
+      return;
+    }
+    ddx_sb_puts(&out, v);
+    p = close + 1;
+  }
+  char *txt = ddx_sb_take(&out);
+  if (txt) ddx_sb_puts(b, txt);
+  free(txt);
+}
+
 /* One paragraph a senior engineer would write: who failed first, with
  * what, where; what followed only because of it; the first fix. */
 static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
@@ -328,9 +364,11 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
     if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
     ddx_sb_puts(b, ")");
   }
-  ddx_sb_printf(b, "%s%s: %s, at %s:%llu.",
-                inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
-                st->reset, r->title, input_name(d, h->input), (unsigned long long)h->line);
+  ddx_sb_printf(
+      b, "%s%s: ", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
+      st->reset);
+  put_headline_text(b, inc);
+  ddx_sb_printf(b, ", at %s:%llu.", input_name(d, h->input), (unsigned long long)h->line);
   uint64_t ncoll = 0;
   for (size_t i = 0; i < inc->ncollateral; i++)
     ncoll += inc->collateral[i].count;

@@ -391,8 +391,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       "role",       "priority", "signatures",     "context",    "conditions",  "explains",
       "trigger",    "anchor",   "summary",        "mechanism",  "symptoms",    "affects",
       "checklist",  "fix",      "verify",         "prevention", "fingerprint", "related",
-      "references", "missing",  "config_patches", "samples",    "min_count",   "$schema",
-      NULL};
+      "references", "missing",  "config_patches", "samples",    "min_count",   "headline",
+      "$schema",    NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -473,6 +473,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     return rc;
   if ((rc = get_strs(lc, root, "explains", false, &r->explains))) return rc;
   if ((rc = get_str(lc, root, "summary", true, &r->summary))) return rc;
+  if ((rc = get_str(lc, root, "headline", false, &r->headline))) return rc;
   if ((rc = get_str(lc, root, "mechanism", true, &r->mechanism))) return rc;
   if ((rc = get_str(lc, root, "affects", false, &r->affects))) return rc;
   if ((rc = get_str(lc, root, "verify", false, &r->verify))) return rc;

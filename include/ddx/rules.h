@@ -79,6 +79,7 @@ typedef struct ddx_rule {
   ddx_condition_t *conds;
   size_t nconds;
   ddx_strs_t explains;
+  const char *headline; /* optional "{type}: {message}" template over facts */
   const char *summary, *mechanism, *affects, *verify, *prevention, *fingerprint;
   ddx_symptom_t *symptoms;
   size_t nsymptoms;

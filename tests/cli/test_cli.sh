@@ -99,6 +99,11 @@ printf 'not json\n' >"$T/bad.events"
 expect_rc 2 "merge refuses a file that is not an event file" "$DDX" merge "$T/bad.events"
 contains "$T/err" "bad.events:1" "the bad event file is named with its line"
 
+# --- the summary line reads like a person's: a catch-all names the exception itself
+printf '[rank2]: Traceback (most recent call last):\n[rank2]:   File "/w/data.py", line 12, in collate\n[rank2]: KeyError: %s\n' "'attention_mask'" >"$T/keyerr.log"
+"$DDX" diagnose --no-color "$T/keyerr.log" >"$T/out"
+head -1 "$T/out" | grep -qF "Rank 2: KeyError: 'attention_mask', at" && ok || bad "summary line: $(head -1 "$T/out")"
+
 # --- SARIF
 "$DDX" diagnose --format sarif "$T/oom.log" >"$T/oom.sarif"
 jq_py "$T/oom.sarif" '
