@@ -14,6 +14,8 @@ typedef struct cand {
 } cand_t;
 
 #define MAX_REFS_PER_LINE 128
+#define LONG_LINE_LEAD 1024 /* bytes kept before a literal in an overlong line */
+#define LONG_LINE_TAIL 512  /* room a literal needs at the end of a window */
 #define MAX_CAPS 32
 
 int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
@@ -381,19 +383,29 @@ static int process(ddx_scan_t *s, size_t end) {
     return 0;
   }
   const ddx_literal_ref_t *refs[MAX_REFS_PER_LINE];
-  size_t nrefs = 0, cur_ls = (size_t)-1, cur_le = 0;
+  /* A group is the candidates of one line; in a line longer than the
+   * normaliser's cap, a window of DDX_LINE_MAX bytes that starts a little
+   * before its first candidate (so text at the end of a 50 MB line is
+   * still matched). */
+  size_t nrefs = 0, cur_true = (size_t)-1, cur_ls = 0, cur_le = 0;
   uint64_t cur_line = 0;
   for (size_t i = 0; i <= nc; i++) {
-    size_t ls = i < nc ? line_start_of(s->buf, cs[i].pos) : (size_t)-1;
-    if (ls != cur_ls) {
+    size_t pos = i < nc ? cs[i].pos : 0;
+    size_t ls = i < nc ? line_start_of(s->buf, pos) : (size_t)-1;
+    bool same = i < nc && ls == cur_true && pos + LONG_LINE_TAIL < cur_ls + DDX_LINE_MAX;
+    if (!same) {
       if (nrefs && (rc = eval_line(s, cur_ls, cur_le, cur_line, refs, nrefs))) return rc;
       nrefs = 0;
       if (i == nc) break;
-      cur_ls = ls;
-      cur_le = line_end_of(s->buf, cs[i].pos, end);
-      s->line_no += count_terms(s->buf, s->count_pos, ls, end);
-      s->count_pos = ls;
+      if (ls != cur_true) {
+        s->line_no += count_terms(s->buf, s->count_pos, ls, end);
+        s->count_pos = ls;
+      }
+      cur_true = ls;
       cur_line = s->line_no;
+      cur_ls = pos - ls > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : ls;
+      cur_le = line_end_of(s->buf, pos, end);
+      if (cur_le - cur_ls > DDX_LINE_MAX) cur_le = cur_ls + DDX_LINE_MAX;
     }
     const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
     int dup = 0;

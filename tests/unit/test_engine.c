@@ -154,6 +154,14 @@ static void test_long_line(const ddx_catalog_t *cat) {
   CHECK(r.d.n && r.d.incidents[0].hit->line == 3);
   CHECK_EQ_INT(r.scan.lines, 3);
   done(&r);
+  /* The failure at the very end of a line longer than the scan buffer. */
+  memset(text, 'x', big);
+  strcpy(text + big, " CUDA out of memory. Tried to allocate 2.00 GiB\nnext\n");
+  run_pieces(&r, cat, text, 65536);
+  CHECK_EQ_STR(primary(&r), "t.oom");
+  CHECK(r.d.n && r.d.incidents[0].hit->line == 1);
+  CHECK_EQ_INT(r.scan.lines, 2);
+  done(&r);
   free(text);
 }
 
