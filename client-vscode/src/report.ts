@@ -1,0 +1,153 @@
+// The JSON report `ddx.diagnoseText` / `ddx.diagnoseFile` return (docs/json-contract.md, version 1)
+// and the catalog entry `ddx.explain` returns. Fields are only ever added within a version, so
+// every field the extension does not strictly need is optional.
+
+export type Severity = 'error' | 'warning' | 'info';
+export type Role = 'cause' | 'collateral' | 'wrapper';
+
+export interface PatchOp {
+  op: string;
+  path: string;
+  value?: unknown;
+  factor?: number;
+  min?: number;
+  max?: number;
+}
+
+export interface Patch {
+  id: string;
+  title: string;
+  preconditions?: unknown[];
+  ops?: PatchOp[];
+}
+
+export interface Collateral {
+  rule: string;
+  title: string;
+  role: Role;
+  ranks: number[];
+  count: number;
+  file?: string;
+  first_line?: number;
+  why?: string;
+}
+
+export interface Frame {
+  file: string;
+  line: number;
+  function?: string;
+  log_line?: number;
+}
+
+export interface Incident {
+  rule: string;
+  title: string;
+  severity: Severity;
+  role: Role;
+  phase?: string;
+  rank: number | null;
+  local_rank?: number | null;
+  host?: string | null;
+  file?: string;
+  line?: number;
+  column?: number;
+  text?: string;
+  facts?: Record<string, string>;
+  traceback?: Frame[];
+  user_frame?: Frame | null;
+  ranks?: number[];
+  count?: number;
+  confidence?: number;
+  fallback?: boolean;
+  rank_note?: string | null;
+  collateral?: Collateral[];
+  summary?: string;
+  mechanism?: string;
+  checklist?: string[];
+  fix?: string[];
+  verify?: string;
+  missing?: string[];
+  references?: string[];
+  patches?: Patch[];
+}
+
+export interface Report {
+  version: number;
+  tool?: string;
+  inputs?: { name: string; bytes?: number; lines?: number }[];
+  incidents: Incident[];
+  stats?: { bytes?: number; lines?: number; seconds?: number; rules?: number };
+}
+
+export interface CatalogEntry {
+  id: string;
+  title: string;
+  framework?: string;
+  phase?: string;
+  tags?: string[];
+  severity?: Severity;
+  role?: Role;
+  priority?: number;
+  summary?: string;
+  mechanism?: string;
+  symptoms?: (string | { text?: string })[] | string;
+  affects?: string[] | string;
+  checklist?: string[];
+  fix?: string[];
+  verify?: string;
+  prevention?: string[] | string;
+  related?: string[];
+  references?: string[];
+  missing?: string[];
+  config_patches?: Patch[];
+  href?: string;
+}
+
+/** A catalog line of `ddx rules list`. */
+export interface CatalogItem {
+  id: string;
+  severity: string;
+  role: string;
+  title: string;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Checks the shape the extension relies on; the server is trusted for the rest. */
+export function isReport(v: unknown): v is Report {
+  return isObject(v) && typeof v.version === 'number' && Array.isArray(v.incidents) &&
+    v.incidents.every((i) => isObject(i) && typeof i.rule === 'string' && typeof i.title === 'string');
+}
+
+export function isCatalogEntry(v: unknown): v is CatalogEntry {
+  return isObject(v) && typeof v.id === 'string' && typeof v.title === 'string';
+}
+
+/** `[0,1,2,3,4,6,7]` -> `0-4,6-7`. */
+export function formatRanks(ranks: readonly number[] | undefined): string {
+  if (!ranks || ranks.length === 0) return '';
+  const s = [...new Set(ranks)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let start = s[0];
+  let prev = s[0];
+  for (let i = 1; i <= s.length; i++) {
+    const r = s[i];
+    if (r === prev + 1) {
+      prev = r;
+      continue;
+    }
+    parts.push(start === prev ? `${start}` : `${start}-${prev}`);
+    start = r;
+    prev = r;
+  }
+  return parts.join(',');
+}
+
+/** "ds.oom.activations on rank 7" (the words of the notification and the status bar). */
+export function incidentHeadline(inc: Incident): string {
+  const where = inc.rank !== null && inc.rank !== undefined ? `on rank ${inc.rank}` : 'rank unknown';
+  const host = inc.host ? ` (${inc.host})` : '';
+  return `${inc.rule} ${where}${host}`;
+}

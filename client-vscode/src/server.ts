@@ -1,0 +1,223 @@
+// Finds the ddx binary and runs `ddx lsp` through vscode-languageclient.
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import {
+  CancellationToken,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+  TransportKind,
+  WorkDoneProgress,
+  WorkDoneProgressBegin,
+  WorkDoneProgressEnd,
+  WorkDoneProgressReport,
+} from 'vscode-languageclient/node';
+import { expandPath, serverPathSetting, serverSettings } from './settings';
+
+export type BinarySource = 'setting' | 'bundled' | 'PATH';
+
+export interface ServerBinary {
+  path: string;
+  source: BinarySource;
+  env: NodeJS.ProcessEnv;
+}
+
+export type Resolution = { ok: true; binary: ServerBinary } | { ok: false; reason: string };
+
+function isExecutable(p: string): boolean {
+  try {
+    const st = fs.statSync(p);
+    if (!st.isFile()) return false;
+    fs.accessSync(p, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The folder of the binary bundled for this platform (client-vscode/server/<platform>-<arch>/). */
+export function bundledDir(extensionPath: string): string {
+  return path.join(extensionPath, 'client-vscode', 'server', `${process.platform}-${process.arch}`);
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const cand = path.join(dir, name);
+    if (isExecutable(cand)) return cand;
+  }
+  return undefined;
+}
+
+/**
+ * The binary: `ddx.server.path` when the user set it (an explicit choice wins), else the one
+ * bundled for this platform, else `ddx` on PATH.
+ */
+export function resolveBinary(extensionPath: string): Resolution {
+  const configured = serverPathSetting();
+  if (configured) {
+    const p = expandPath(configured);
+    if (isExecutable(p)) return { ok: true, binary: { path: p, source: 'setting', env: { ...process.env } } };
+    return {
+      ok: false,
+      reason: `ddx.server.path is set to "${configured}", which is not an executable file${p !== configured ? ` (${p})` : ''}.`,
+    };
+  }
+  const dir = bundledDir(extensionPath);
+  const bundled = path.join(dir, process.platform === 'win32' ? 'ddx.exe' : 'ddx');
+  if (isExecutable(bundled)) {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    const lib = path.join(dir, 'lib');
+    if (fs.existsSync(lib)) env.LD_LIBRARY_PATH = env.LD_LIBRARY_PATH ? `${lib}${path.delimiter}${env.LD_LIBRARY_PATH}` : lib;
+    return { ok: true, binary: { path: bundled, source: 'bundled', env } };
+  }
+  const found = onPath(process.platform === 'win32' ? 'ddx.exe' : 'ddx');
+  if (found) return { ok: true, binary: { path: found, source: 'PATH', env: { ...process.env } } };
+  return {
+    ok: false,
+    reason: `no ddx binary: none is bundled for ${process.platform}-${process.arch}, ddx.server.path is empty and there is no ddx on PATH.`,
+  };
+}
+
+export const FIX_HINT = 'Build it (make build in the ddx repository) and set ddx.server.path to build/ddx, or put ddx on PATH.';
+
+/** Text documents the server diagnoses (logs) or reads (ds_config.json and other JSON). */
+export const documentSelector = [
+  { scheme: 'file', language: 'log' },
+  { scheme: 'file', pattern: '**/*.{log,out,err}' },
+  { scheme: 'untitled', language: 'log' },
+  { scheme: 'ddx-log' },
+  { scheme: 'file', language: 'json' },
+  { scheme: 'file', language: 'jsonc' },
+  { scheme: 'untitled', language: 'json' },
+];
+
+export interface ProgressSink {
+  report(message: string | undefined, percentage: number | undefined): void;
+}
+
+/** The running language client, restartable, with the state the UI shows. */
+export class DdxServer implements vscode.Disposable {
+  client: LanguageClient | undefined;
+  binary: ServerBinary | undefined;
+  lastError: string | undefined;
+  private readonly stateEmitter = new vscode.EventEmitter<void>();
+  readonly onDidChangeState = this.stateEmitter.event;
+  private starting: Promise<boolean> | undefined;
+  private commands: string[] = [];
+
+  constructor(
+    private readonly ctx: vscode.ExtensionContext,
+    readonly output: vscode.LogOutputChannel,
+  ) {}
+
+  get running(): boolean {
+    return this.client !== undefined && this.client.state === State.Running;
+  }
+
+  /** Starts the server once; later callers wait for the same start. Resolves false when none runs. */
+  start(): Promise<boolean> {
+    if (this.running) return Promise.resolve(true);
+    if (!this.starting) {
+      this.starting = this.doStart().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  private async doStart(): Promise<boolean> {
+    const res = resolveBinary(this.ctx.extensionPath);
+    if (!res.ok) {
+      this.fail(res.reason);
+      return false;
+    }
+    const bin = res.binary;
+    this.binary = bin;
+    this.output.info(`starting ${bin.path} lsp (${bin.source === 'setting' ? 'ddx.server.path' : bin.source})`);
+    const run = { command: bin.path, args: ['lsp'], transport: TransportKind.stdio, options: { env: bin.env } };
+    const serverOptions: ServerOptions = { run, debug: run };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector,
+      outputChannel: this.output,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: { ddx: serverSettings() },
+      synchronize: { configurationSection: 'ddx' },
+      initializationFailedHandler: (error) => {
+        this.output.error(`initialize failed: ${String(error)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient('ddx', 'ddx', serverOptions, clientOptions);
+    client.onDidChangeState(() => this.stateEmitter.fire());
+    this.client = client;
+    this.stateEmitter.fire();
+    try {
+      await client.start();
+    } catch (e) {
+      this.client = undefined;
+      await client.dispose().catch(() => undefined);
+      this.fail(`${bin.path} lsp did not start: ${e instanceof Error ? e.message : String(e)}.`);
+      return false;
+    }
+    const caps = client.initializeResult?.capabilities.executeCommandProvider?.commands;
+    this.commands = Array.isArray(caps) ? caps : [];
+    this.lastError = undefined;
+    this.stateEmitter.fire();
+    return true;
+  }
+
+  private fail(reason: string): void {
+    this.lastError = reason;
+    this.output.error(reason);
+    this.stateEmitter.fire();
+    void vscode.window
+      .showErrorMessage(`ddx: the language server is not running: ${reason} ${FIX_HINT}`, 'Open Settings', 'Show Log')
+      .then((pick) => {
+        if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'ddx.server.path');
+        else if (pick === 'Show Log') this.output.show(true);
+      });
+  }
+
+  async restart(): Promise<boolean> {
+    const c = this.client;
+    this.client = undefined;
+    if (c) await c.dispose(2000).catch(() => undefined);
+    return this.start();
+  }
+
+  hasCommand(name: string): boolean {
+    return this.commands.includes(name);
+  }
+
+  /** workspace/executeCommand with optional work-done progress and cancellation. */
+  async execute<T>(command: string, args: unknown[], token?: CancellationToken, progress?: ProgressSink): Promise<T> {
+    if (!(await this.start()) || !this.client) throw new Error(`the ddx language server is not running${this.lastError ? `: ${this.lastError}` : ''}`);
+    const client = this.client;
+    let sub: vscode.Disposable | undefined;
+    const params: { command: string; arguments: unknown[]; workDoneToken?: string } = { command, arguments: args };
+    if (progress) {
+      const wt = `ddx-vscode-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+      params.workDoneToken = wt;
+      sub = client.onProgress(WorkDoneProgress.type, wt, (v: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd) => {
+        if (v.kind === 'end') progress.report(v.message, 100);
+        else progress.report(v.message, v.percentage);
+      });
+    }
+    try {
+      return (await client.sendRequest(ExecuteCommandRequest.type, params, token)) as T;
+    } finally {
+      sub?.dispose();
+    }
+  }
+
+  dispose(): void {
+    void this.client?.dispose(2000).catch(() => undefined);
+    this.client = undefined;
+    this.stateEmitter.dispose();
+  }
+}

@@ -1,0 +1,378 @@
+// Extension tests that run INSIDE the real extension host of code-server (VS Code 1.100 web),
+// loaded through extensionTestsPath. The host exits 0 even when run() rejects, so every result is
+// written as a JSON line to $DDX_TEST_OUT, closed by a `tests-pass` / `tests-fail` line.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+
+interface Incident {
+  rule: string;
+  title: string;
+  severity: string;
+  rank: number | null;
+  line?: number;
+  patches?: { id: string; title: string; ops?: { op: string; path: string; value?: unknown }[] }[];
+  collateral?: { rule: string; ranks: number[] }[];
+}
+interface Report {
+  incidents: Incident[];
+}
+interface FailedCommand {
+  commandLine: string;
+  exitCode: number;
+}
+interface DdxApi {
+  server: { start(): Promise<boolean>; running: boolean; lastError: string | undefined; execute<T>(c: string, a: unknown[], t?: vscode.CancellationToken, p?: { report(m: string | undefined, pct: number | undefined): void }): Promise<T> };
+  panel: { lastHtml: string; visible: boolean; onDidRender: vscode.Event<{ html: string; fixes: number }>; fixesFor(i: number): vscode.CodeAction[] };
+  fixes: { apply(a: vscode.CodeAction, reveal?: boolean): Promise<boolean> };
+  catalog: { list(): Promise<{ id: string }[]>; explain(id: string): Promise<{ id: string; title: string }> };
+  onDidDiagnoseTerminal: vscode.Event<{ command: FailedCommand; report: Report; message: string | undefined }>;
+  lastDiagnosis(): { report: Report; source: { kind: string; label: string } } | undefined;
+}
+/** What the CLI says about the same files (tests/vscode/run.sh writes it with `ddx diagnose --format json`). */
+interface Expect {
+  [file: string]: { rule: string; rank: number | null; line: number; patches: number; collateral: number };
+}
+
+const OUT = process.env.DDX_TEST_OUT ?? '/tmp/ddx-vscode-tests.jsonl';
+const WS = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.env.DDX_TEST_WS ?? '';
+const EXAMPLE = 'logs/zero3-oom-8gpu.log';
+const CORPUS = 'logs/016-torchrun-exitcode-9-eight-sigterm-longchat.log';
+const TERMINAL_LOG = 'logs/076-ds-zero3-optimizer-step-oom-236b-interleaved.log';
+const expectations: Expect = JSON.parse(fs.readFileSync(path.join(WS, 'expect.json'), 'utf8')) as Expect;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
+
+function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const tick = async (): Promise<void> => {
+      try {
+        const v = await fn();
+        if (v !== undefined && v !== false) return resolve(v);
+      } catch (e) {
+        if (Date.now() - t0 > ms) return reject(e);
+      }
+      if (Date.now() - t0 > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+      setTimeout(() => void tick(), 100);
+    };
+    void tick();
+  });
+}
+
+function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number, pred: (v: T) => boolean = () => true): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+    }, ms);
+    const sub = ev((v) => {
+      if (!pred(v)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolve(v);
+    });
+  });
+}
+
+const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
+const ddxDiags = (uri: vscode.Uri): vscode.Diagnostic[] => vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'ddx');
+const wsUri = (rel: string): vscode.Uri => vscode.Uri.file(path.join(WS, rel));
+
+async function openLog(rel: string): Promise<vscode.TextEditor> {
+  const doc = await vscode.workspace.openTextDocument(wsUri(rel));
+  return vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, preview: false });
+}
+
+/** Flattens JSON into dotted paths -> JSON text of the leaf. */
+function flatten(v: unknown, prefix = '', out: Map<string, string> = new Map()): Map<string, string> {
+  if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+    for (const [k, x] of Object.entries(v)) flatten(x, prefix ? `${prefix}.${k}` : k, out);
+  } else out.set(prefix, JSON.stringify(v));
+  return out;
+}
+
+function changedKeys(before: string, after: string): string[] {
+  const a = flatten(JSON.parse(before));
+  const b = flatten(JSON.parse(after));
+  const keys = new Set([...a.keys(), ...b.keys()]);
+  return [...keys].filter((k) => a.get(k) !== b.get(k)).sort();
+}
+
+async function revertConfig(): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument(wsUri('ds_config.json'));
+  if (doc.isDirty) {
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One });
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+  }
+  assert.strictEqual(doc.getText(), fs.readFileSync(wsUri('ds_config.json').fsPath, 'utf8'));
+}
+
+let api: DdxApi;
+const tests: { name: string; fn: () => Promise<void>; timeout: number }[] = [];
+const test = (name: string, fn: () => Promise<void>, timeout = 30000): void => {
+  tests.push({ name, fn, timeout });
+};
+
+// ---------------------------------------------------------------------------------------- tests
+
+test('the extension activates and `ddx lsp` runs', async () => {
+  const ext = vscode.extensions.getExtension<DdxApi>('ddx-dev.ddx');
+  assert.ok(ext, 'extension ddx-dev.ddx is loaded');
+  api = await ext.activate();
+  assert.strictEqual(await api.server.start(), true, `server started (${api.server.lastError ?? ''})`);
+  assert.ok(api.server.running);
+});
+
+test('diagnostics appear for the opened multi-rank example log (rank 5, collateral linked)', async () => {
+  const ed = await openLog(EXAMPLE);
+  const diags = await until('ddx diagnostics', 15000, () => (ddxDiags(ed.document.uri).length ? ddxDiags(ed.document.uri) : undefined));
+  const err = diags.find((d) => d.severity === vscode.DiagnosticSeverity.Error);
+  assert.ok(err, 'an Error diagnostic');
+  assert.strictEqual(codeOf(err), 'ds.oom.zero3-gather');
+  assert.strictEqual(err.range.start.line + 1, expectations[EXAMPLE].line);
+  assert.match(err.message, /rank 5/);
+  const coll = diags.filter((d) => d.severity === vscode.DiagnosticSeverity.Information);
+  assert.ok(coll.length >= 2, `collateral diagnostics (${coll.length})`);
+  assert.ok(coll.some((d) => codeOf(d) === 'nccl.watchdog-timeout'), 'nccl.watchdog-timeout is collateral');
+  assert.ok((err.relatedInformation ?? []).length >= 2, 'the cause links its collateral');
+});
+
+test('diagnostics appear for a real corpus log (the class the CLI finds)', async () => {
+  const exp = expectations[CORPUS];
+  const ed = await openLog(CORPUS);
+  const diags = await until('ddx diagnostics', 15000, () => (ddxDiags(ed.document.uri).length ? ddxDiags(ed.document.uri) : undefined));
+  const first = diags.find((d) => codeOf(d) === exp.rule);
+  assert.ok(first, `a ${exp.rule} diagnostic among ${diags.map(codeOf).join(', ')}`);
+  assert.strictEqual(first.range.start.line + 1, exp.line);
+  if (exp.rank !== null) assert.match(first.message, new RegExp(`rank ${exp.rank}\\b`));
+});
+
+test('hover on the failure line shows the catalog entry', async () => {
+  const ed = await openLog(EXAMPLE);
+  const line = expectations[EXAMPLE].line - 1;
+  const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', ed.document.uri, new vscode.Position(line, 30));
+  const text = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : c.value))).join('\n');
+  assert.match(text, /ZeRO-3|zero3-gather/i, text.slice(0, 300));
+});
+
+test('a quick fix applied to ds_config.json changes exactly the intended keys, and Undo restores it', async () => {
+  const cfgUri = wsUri('ds_config.json');
+  const before = fs.readFileSync(cfgUri.fsPath, 'utf8');
+  const ed = await openLog(EXAMPLE);
+  const line = expectations[EXAMPLE].line - 1;
+  const range = ed.document.lineAt(line).range;
+  const actions = await until('ddx quick fixes', 15000, async () => {
+    const a = await vscode.commands.executeCommand<vscode.CodeAction[]>('vscode.executeCodeActionProvider', ed.document.uri, range, 'quickfix');
+    const ddx = a.filter((x) => x.title.startsWith('ddx:') && x.edit);
+    return ddx.length ? ddx : undefined;
+  });
+  const preferred = actions.find((a) => a.isPreferred) ?? actions[0];
+  assert.match(preferred.title, /ds_config\.json/);
+  const entries = preferred.edit!.entries();
+  assert.strictEqual(entries.length, 1);
+  assert.strictEqual(entries[0][0].fsPath, cfgUri.fsPath, 'the edit targets the workspace ds_config.json');
+  assert.ok(await vscode.workspace.applyEdit(preferred.edit!));
+  const doc = await vscode.workspace.openTextDocument(cfgUri);
+  const changed = changedKeys(before, doc.getText());
+  assert.deepStrictEqual(changed, ['zero_optimization.stage3_prefetch_bucket_size'], `changed: ${changed.join(', ')}`);
+  assert.strictEqual(JSON.parse(doc.getText()).zero_optimization.stage3_prefetch_bucket_size, 10000000);
+  // formatting kept: only one line differs
+  const diffLines = doc.getText().split('\n').filter((l, i) => l !== before.split('\n')[i]);
+  assert.strictEqual(diffLines.length, 1, diffLines.join('\n'));
+  await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One });
+  await vscode.commands.executeCommand('undo');
+  await until('undo', 5000, () => (doc.getText() === before ? true : undefined));
+  await revertConfig();
+});
+
+test('Diagnose Selection returns the right failure (a selection of a corpus log, and a whole log)', async () => {
+  const exp = expectations[CORPUS];
+  const ed = await openLog(CORPUS);
+  const last = ed.document.lineCount - 1;
+  ed.selection = new vscode.Selection(0, 0, last, ed.document.lineAt(last).text.length);
+  const r1 = await vscode.commands.executeCommand<Report>('ddx.diagnoseSelection');
+  assert.ok(r1 && r1.incidents.length, 'a report');
+  assert.strictEqual(r1.incidents[0].rule, exp.rule);
+  assert.strictEqual(r1.incidents[0].rank, exp.rank);
+  // a few lines around the failure only: the selection's own lines
+  const from = Math.max(0, exp.line - 4);
+  const to = Math.min(last, exp.line + 2);
+  ed.selection = new vscode.Selection(from, 0, to, ed.document.lineAt(to).text.length);
+  const r2 = await vscode.commands.executeCommand<Report>('ddx.diagnoseSelection');
+  assert.ok(r2 && r2.incidents.length, 'a report for the excerpt');
+  assert.strictEqual(r2.incidents[0].rule, exp.rule);
+  assert.strictEqual(api.lastDiagnosis()?.source.kind, 'document');
+  // nothing selected: the whole document
+  const ex = await openLog(EXAMPLE);
+  ex.selection = new vscode.Selection(0, 0, 0, 0);
+  const r3 = await vscode.commands.executeCommand<Report>('ddx.diagnoseSelection');
+  assert.strictEqual(r3.incidents[0].rule, 'ds.oom.zero3-gather');
+  assert.strictEqual(r3.incidents[0].rank, 5);
+});
+
+test('the diagnosis view shows the report and applies a quick fix through the same code actions', async () => {
+  const rendered = nextEvent(api.panel.onDidRender, 'the quick fixes in the view', 20000, (e) => e.fixes > 0);
+  const ex = await openLog(EXAMPLE);
+  ex.selection = new vscode.Selection(0, 0, 0, 0);
+  await vscode.commands.executeCommand('ddx.diagnoseSelection');
+  assert.ok(api.panel.visible, 'the panel is open');
+  const html = api.panel.lastHtml;
+  for (const want of ['ds.oom.zero3-gather', 'rank <strong>5</strong>', 'nccl.watchdog-timeout', '0-4,6-7', 'data-action="reveal"', 'Run in terminal', 'Missing facts']) {
+    assert.ok(html.includes(want), `the view has ${want}`);
+  }
+  const fixesView = await rendered;
+  assert.match(fixesView.html, /data-action="fix"/);
+  const acts = api.panel.fixesFor(0).filter((a) => !a.disabled);
+  assert.ok(acts.length >= 1, 'enabled quick fixes');
+  const cfgUri = wsUri('ds_config.json');
+  const before = fs.readFileSync(cfgUri.fsPath, 'utf8');
+  const second = acts.find((a) => /live/i.test(a.title)) ?? acts[0];
+  assert.ok(await api.fixes.apply(second, false));
+  const doc = await vscode.workspace.openTextDocument(cfgUri);
+  const changed = changedKeys(before, doc.getText());
+  assert.ok(changed.length >= 1 && changed.every((k) => k.startsWith('zero_optimization.stage3_')), `changed: ${changed.join(', ')}`);
+  await revertConfig();
+});
+
+test('Diagnose Log File streams the file through ddx.diagnoseFile with progress', async () => {
+  const exp = expectations[CORPUS];
+  const r = await vscode.commands.executeCommand<Report>('ddx.diagnoseLogFile', wsUri(CORPUS));
+  assert.strictEqual(r.incidents[0].rule, exp.rule);
+  const big = wsUri('logs/big/huge.log');
+  if (fs.existsSync(big.fsPath)) {
+    // progress arrives, and Cancel stops the scan
+    const cts = new vscode.CancellationTokenSource();
+    const reports: string[] = [];
+    const p = api.server.execute<Report>('ddx.diagnoseFile', [{ uri: big.toString() }], cts.token, {
+      report: (m) => {
+        reports.push(m ?? '');
+        if (reports.length === 2) cts.cancel();
+      },
+    });
+    await assert.rejects(p, /cancel/i);
+    assert.ok(reports.length >= 1, 'progress was reported');
+  }
+}, 60000);
+
+test('a failed terminal command that printed a real failure log triggers the notification', async () => {
+  const exp = expectations[TERMINAL_LOG];
+  const term = vscode.window.createTerminal({ name: 'ddx-test', shellPath: '/bin/bash', cwd: WS });
+  term.show();
+  const si = await until('shell integration', 20000, () => term.shellIntegration);
+  // exit 0: nothing
+  let fired = false;
+  const sub = api.onDidDiagnoseTerminal(() => {
+    fired = true;
+  });
+  si.executeCommand(`cat ${TERMINAL_LOG} | head -n 3 >/dev/null; echo ok`);
+  await sleep(2500);
+  sub.dispose();
+  assert.strictEqual(fired, false, 'a command that exits 0 is not diagnosed');
+  const want = `${exp.rule} ${exp.rank !== null ? `on rank ${exp.rank}` : 'rank unknown'}`;
+  // a job that streams its log, then fails (read through execution.read())
+  let got = nextEvent(api.onDidDiagnoseTerminal, 'the terminal diagnosis', 20000);
+  si.executeCommand(`sleep 0.5; while IFS= read -r l; do printf '%s\\n' "$l"; sleep 0.02; done < ${TERMINAL_LOG}; (exit 1)`);
+  let ev = await got;
+  assert.strictEqual(ev.command.exitCode, 1);
+  assert.strictEqual(ev.report.incidents[0].rule, exp.rule);
+  assert.ok(ev.message && ev.message.startsWith(want), `notification "${ev.message}" starts with "${want}"`);
+  // a command that prints everything at once and exits 1
+  got = nextEvent(api.onDidDiagnoseTerminal, 'the terminal diagnosis (instant output)', 20000);
+  si.executeCommand(`cat ${TERMINAL_LOG}; (exit 1)`);
+  ev = await got;
+  assert.strictEqual(ev.command.exitCode, 1);
+  // read() can miss output that arrives with the start event; the fallback copies the terminal's
+  // record of the command, wrapped at the terminal width: the class survives, the rank may not.
+  assert.strictEqual(ev.report.incidents[0].rule, exp.rule);
+  assert.ok(ev.message && ev.message.startsWith(exp.rule), `notification "${ev.message}" starts with "${exp.rule}"`);
+  term.dispose();
+}, 60000);
+
+test('Diagnose Terminal Selection reads the selection through the clipboard and restores it', async () => {
+  const term = vscode.window.createTerminal({ name: 'ddx-sel', shellPath: '/bin/bash', cwd: WS });
+  term.show();
+  const si = await until('shell integration', 20000, () => term.shellIntegration);
+  await vscode.env.clipboard.writeText('user clipboard');
+  si.executeCommand(`clear; sed -n 28,50p ${EXAMPLE}`);
+  await sleep(1500);
+  await vscode.commands.executeCommand('workbench.action.terminal.focus');
+  await vscode.commands.executeCommand('workbench.action.terminal.selectAll');
+  const r = await vscode.commands.executeCommand<Report | undefined>('ddx.diagnoseTerminalSelection');
+  assert.ok(r && r.incidents.length, 'a report from the terminal selection');
+  assert.strictEqual(r.incidents[0].rule, 'ds.oom.zero3-gather');
+  assert.strictEqual(await vscode.env.clipboard.readText(), 'user clipboard', 'the clipboard is restored');
+  term.dispose();
+}, 40000);
+
+test('the failure catalog lists every id and explains one', async () => {
+  const items = await api.catalog.list();
+  assert.ok(items.length >= 30, `${items.length} failure classes`);
+  assert.ok(items.some((i) => i.id === 'ds.oom.activations'));
+  const e = await api.catalog.explain('ds.oom.activations');
+  assert.strictEqual(e.id, 'ds.oom.activations');
+  await vscode.commands.executeCommand('ddx.explainFailure', 'nccl.watchdog-timeout');
+});
+
+test('the ds_config JSON schema flags a bad ds_config', async () => {
+  const schema = path.join(vscode.extensions.getExtension('ddx-dev.ddx')!.extensionPath, 'client-vscode', 'schemas', 'ds_config.schema.json');
+  assert.ok(fs.existsSync(schema), `the schema is packaged at ${schema} (rules/ds_config.schema.json missing?)`);
+  const uri = wsUri('schema-check/invalid/ds_config_bad.json');
+  const doc = await vscode.workspace.openTextDocument(uri);
+  await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One });
+  const diags = await until('schema diagnostics', 20000, () => {
+    const d = vscode.languages.getDiagnostics(uri).filter((x) => x.source !== 'ddx');
+    return d.length >= 2 ? d : undefined;
+  });
+  const msgs = diags.map((d) => `${d.range.start.line + 1}: ${d.message}`);
+  const lines = new Set(diags.map((d) => d.range.start.line + 1));
+  assert.ok(lines.has(2), `train_micro_batch_size_per_gpu "four" is flagged: ${msgs.join(' | ')}`);
+  assert.ok(lines.has(5) || lines.has(7) || lines.has(11), `a bad enum/boolean is flagged: ${msgs.join(' | ')}`);
+  // a good config gets no schema error
+  const good = await vscode.workspace.openTextDocument(wsUri('ds_config.json'));
+  await vscode.window.showTextDocument(good, { viewColumn: vscode.ViewColumn.One });
+  await sleep(1500);
+  const goodErr = vscode.languages.getDiagnostics(good.uri).filter((x) => x.source !== 'ddx' && x.severity === vscode.DiagnosticSeverity.Error);
+  assert.strictEqual(goodErr.length, 0, goodErr.map((d) => d.message).join(' | '));
+  await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+}, 40000);
+
+test('a missing server gives a clear error and the server comes back when the path is fixed', async () => {
+  const cfg = vscode.workspace.getConfiguration('ddx');
+  const good = cfg.get<string>('server.path');
+  const changed = nextEvent(vscode.workspace.onDidChangeConfiguration, 'settings', 5000);
+  await cfg.update('server.path', '/nonexistent/ddx', vscode.ConfigurationTarget.Workspace);
+  await changed;
+  await until('the error', 10000, () => (api.server.lastError && !api.server.running ? true : undefined));
+  assert.match(api.server.lastError ?? '', /ddx\.server\.path is set to "\/nonexistent\/ddx", which is not an executable file/);
+  await cfg.update('server.path', undefined, vscode.ConfigurationTarget.Workspace);
+  await until('the server again', 15000, () => (api.server.running ? true : undefined));
+  assert.strictEqual(cfg.get<string>('server.path'), good);
+}, 40000);
+
+// ---------------------------------------------------------------------------------------- runner
+
+export async function run(): Promise<void> {
+  let passed = 0;
+  let failed = 0;
+  log({ event: 'start', tests: tests.length, ws: WS });
+  const only = process.env.DDX_TEST_ONLY ? new RegExp(process.env.DDX_TEST_ONLY) : undefined;
+  for (const t of tests) {
+    if (only && !only.test(t.name) && t !== tests[0]) continue;
+    const t0 = Date.now();
+    try {
+      await Promise.race([
+        t.fn(),
+        new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout after ${t.timeout} ms`)), t.timeout)),
+      ]);
+      passed++;
+      log({ test: t.name, ok: true, ms: Date.now() - t0 });
+    } catch (e) {
+      failed++;
+      log({ test: t.name, ok: false, ms: Date.now() - t0, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  log({ event: failed ? 'tests-fail' : 'tests-pass', passed, failed });
+}
