@@ -77,6 +77,10 @@ json_t *ddx_lsp_fail(ddx_lsp_call_t *call, int code, const char *fmt, ...) {
 
 static void lsp_write_next(ddx_lsp_server_t *s);
 static void lsp_stop(ddx_lsp_server_t *s, int code);
+static void lsp_parse_input(ddx_lsp_server_t *s);
+static void lsp_fs_read_next(ddx_lsp_server_t *s);
+static void lsp_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void lsp_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
 static void lsp_close_out(ddx_lsp_server_t *s) {
   if (!s->out_open) return;
@@ -92,6 +96,45 @@ static void lsp_drop_queue(ddx_lsp_server_t *s) {
     free(m);
   }
   s->wq_tail = NULL;
+  s->wq_bytes = 0;
+}
+
+/* A client that does not read its stdout must not make the queue grow
+ * without bound: above the limit the server stops reading requests (they
+ * wait in the pipe, the client's writes block), and resumes when half of
+ * it has drained. The loop never blocks either way. */
+static void lsp_wq_pause(ddx_lsp_server_t *s) {
+  if (s->wq_paused || s->exiting) return;
+  s->wq_paused = true;
+  if (s->reading) {
+    uv_read_stop(&s->in.stream);
+    s->reading = false;
+  }
+  if (s->wq_pauses++ % 100 == 0)
+    fprintf(stderr,
+            "ddx lsp: the client is not reading its messages: %zu bytes queued (limit %zu); "
+            "reading paused (%llu time%s)\n",
+            s->wq_bytes, s->wq_limit, (unsigned long long)s->wq_pauses,
+            s->wq_pauses == 1 ? "" : "s");
+}
+
+static void lsp_wq_resume(ddx_lsp_server_t *s) {
+  if (!s->wq_paused || s->wq_bytes > s->wq_limit / 2) return;
+  s->wq_paused = false;
+  if (s->exiting || !s->in_open) return;
+  if (s->wq_pauses % 100 == 1)
+    fprintf(stderr, "ddx lsp: the client reads again: %zu bytes queued; reading resumed\n",
+            s->wq_bytes);
+  if (!s->parsing) lsp_parse_input(s); /* requests read before the pause */
+  if (s->wq_paused || s->exiting || !s->in_open) return;
+  if (s->in_type == UV_FILE) {
+    if (s->in_stalled) {
+      s->in_stalled = false;
+      lsp_fs_read_next(s);
+    }
+  } else if (!s->reading && uv_read_start(&s->in.stream, lsp_on_alloc, lsp_on_read) == 0) {
+    s->reading = true;
+  }
 }
 
 /* One write finished: the client may be gone (EPIPE), then nothing more can
@@ -109,13 +152,16 @@ static void lsp_write_done(ddx_lsp_server_t *s, ssize_t status) {
     /* A short write to a file: the rest goes next. */
     memmove(m->data, m->data + status, m->len - (size_t)status);
     m->len -= (size_t)status;
+    s->wq_bytes -= (size_t)status;
   } else if (m) {
     s->wq_head = m->next;
     if (!s->wq_head) s->wq_tail = NULL;
+    s->wq_bytes -= m->len;
     free(m->data);
     free(m);
   }
   lsp_write_next(s);
+  lsp_wq_resume(s);
 }
 
 static void lsp_on_write(uv_write_t *req, int status) {
@@ -161,10 +207,23 @@ void ddx_lsp_send(ddx_lsp_server_t *s, json_t *msg) {
     json_decref(msg);
     return;
   }
+  /* A response is never dropped (the client would wait for it forever);
+   * there are only as many as requests read before the pause. */
+  bool response = json_object_get(msg, "id") && !json_object_get(msg, "method");
   char *body = json_dumps(msg, JSON_COMPACT);
   json_decref(msg);
   if (!body) return;
   size_t blen = strlen(body);
+  if (!response && s->wq_bytes + blen > 2 * s->wq_limit) {
+    /* Reading is paused already; what the server says on its own (logs,
+     * progress, diagnostics of finished scans) is dropped beyond this. */
+    if (s->wq_dropped++ % 1000 == 0)
+      fprintf(stderr,
+              "ddx lsp: the client is not reading: %zu bytes queued; %llu message(s) dropped\n",
+              s->wq_bytes, (unsigned long long)s->wq_dropped);
+    free(body);
+    return;
+  }
   char hdr[64];
   int hlen = snprintf(hdr, sizeof hdr, "Content-Length: %zu\r\n\r\n", blen);
   ddx_lsp_wmsg_t *m = malloc(sizeof *m);
@@ -181,12 +240,14 @@ void ddx_lsp_send(ddx_lsp_server_t *s, json_t *msg) {
   m->next = NULL;
   m->data = data;
   m->len = (size_t)hlen + blen;
+  s->wq_bytes += m->len;
   if (s->wq_tail)
     s->wq_tail->next = m;
   else
     s->wq_head = m;
   s->wq_tail = m;
   lsp_write_next(s);
+  if (s->wq_bytes > s->wq_limit) lsp_wq_pause(s);
 }
 
 void ddx_lsp_notify(ddx_lsp_server_t *s, const char *method, json_t *params) {
@@ -443,7 +504,50 @@ static json_t *lsp_did_change_folders(ddx_lsp_server_t *s, json_t *params, ddx_l
     const char *uri = json_string_value(json_object_get(f, "uri"));
     if (uri) lsp_add_folder(s, uri);
   }
+  s->model_scanned = false; /* a model config.json may have come or gone */
+  ddx_lsp_cfg_check_all(s);
   return NULL;
+}
+
+/* Documents: lsp_docs.c keeps the texts; a JSON document is checked as a
+ * DeepSpeed config after each change (lsp_config.c). */
+static ddx_lsp_doc_t *lsp_param_doc(ddx_lsp_server_t *s, json_t *params) {
+  const char *uri =
+      json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
+  return uri ? ddx_lsp_doc_find(s, uri) : NULL;
+}
+
+static json_t *lsp_did_open(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *r = ddx_lsp_did_open(s, params, call);
+  ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_cfg_check_doc(s, d);
+  return r;
+}
+
+static json_t *lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *r = ddx_lsp_did_change(s, params, call);
+  ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_cfg_check_doc(s, d);
+  return r;
+}
+
+static json_t *lsp_did_close(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_cfg_doc_closed(s, d);
+  return ddx_lsp_did_close(s, params, call);
+}
+
+static json_t *lsp_did_save(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *r = ddx_lsp_did_save(s, params, call);
+  ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d && !strcmp(ddx_lsp_basename(d->uri), "config.json")) {
+    /* maybe the model's config.json: look again */
+    s->model_scanned = false;
+    ddx_lsp_cfg_check_all(s);
+  } else if (d) {
+    ddx_lsp_cfg_check_doc(s, d);
+  }
+  return r;
 }
 
 static const ddx_lsp_method_t lsp_methods[] = {
@@ -454,10 +558,10 @@ static const ddx_lsp_method_t lsp_methods[] = {
     {"$/cancelRequest", lsp_cancel, true},
     {"$/setTrace", lsp_set_trace, true},
     {"window/workDoneProgress/cancel", ddx_lsp_work_done_cancel, true},
-    {"textDocument/didOpen", ddx_lsp_did_open, true},
-    {"textDocument/didChange", ddx_lsp_did_change, true},
-    {"textDocument/didClose", ddx_lsp_did_close, true},
-    {"textDocument/didSave", ddx_lsp_did_save, true},
+    {"textDocument/didOpen", lsp_did_open, true},
+    {"textDocument/didChange", lsp_did_change, true},
+    {"textDocument/didClose", lsp_did_close, true},
+    {"textDocument/didSave", lsp_did_save, true},
     {"textDocument/hover", ddx_lsp_hover, false},
     {"textDocument/codeAction", ddx_lsp_code_action, false},
     {"workspace/executeCommand", ddx_lsp_execute_command, false},
@@ -708,7 +812,8 @@ static void lsp_parse_input(ddx_lsp_server_t *s) {
   size_t pos = 0;
   json_t *batch[64];
   size_t nb = 0;
-  while (!s->exiting) {
+  s->parsing = true;
+  while (!s->exiting && !s->wq_paused) {
     char *b = s->rbuf + pos;
     size_t n = s->rlen - pos;
     if (s->rstate == LSP_RS_RESYNC) {
@@ -788,6 +893,7 @@ static void lsp_parse_input(ddx_lsp_server_t *s) {
     memmove(s->rbuf, s->rbuf + pos, s->rlen - pos);
     s->rlen -= pos;
   }
+  s->parsing = false;
 }
 
 /* ----------------------------------------------------------------- reading */
@@ -837,8 +943,6 @@ static void lsp_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   }
 }
 
-static void lsp_fs_read_next(ddx_lsp_server_t *s);
-
 static void lsp_on_fs_read(uv_fs_t *req) {
   ddx_lsp_server_t *s = req->data;
   ssize_t r = req->result;
@@ -855,7 +959,10 @@ static void lsp_on_fs_read(uv_fs_t *req) {
   memcpy(s->rbuf + s->rlen, s->in_fs_buf, (size_t)r);
   s->rlen += (size_t)r;
   lsp_parse_input(s);
-  if (s->in_open) lsp_fs_read_next(s);
+  if (s->in_open && s->wq_paused)
+    s->in_stalled = true;
+  else if (s->in_open)
+    lsp_fs_read_next(s);
 }
 
 static void lsp_fs_read_next(ddx_lsp_server_t *s) {
@@ -915,6 +1022,8 @@ static void lsp_server_free(ddx_lsp_server_t *s) {
   free(s->extra_rules);
   free(s->dsconfig_path);
   free(s->rules_default);
+  ddx_dscheck_free(s->dscheck);
+  free(s->log_facts.ds_json);
   free(s->rbuf);
   lsp_drop_queue(s);
   json_decref(s->pending_cancel);
@@ -946,6 +1055,13 @@ int ddx_lsp_main(int argc, char **argv) {
     if (!*e && v > 0) s->max_frame = (size_t)v;
   }
   s->parent_interval_ms = 500;
+  s->wq_limit = DDX_LSP_DEFAULT_MAX_WQUEUE;
+  const char *wq = getenv("DDX_LSP_MAX_WQUEUE");
+  if (wq && *wq) {
+    char *e;
+    unsigned long long v = strtoull(wq, &e, 10);
+    if (!*e && v >= 4096) s->wq_limit = (size_t)v;
+  }
   s->exit_code = 1;
   s->pending_cancel = json_array();
   int rc = uv_loop_init(&s->loop);

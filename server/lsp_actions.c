@@ -5,11 +5,18 @@
  * server never writes a file.
  *
  * The config is found in this order: open documents, a path the log names
- * (--deepspeed X, --deepspeed_config X, deepspeed=X), the workspace folders
+ * (--deepspeed X, --deepspeed_config X, deepspeed=X, "deepspeed": "X" in
+ * printed arguments), the workspace file whose values DeepSpeed printed
+ * ("json = {...}" of DeepSpeedEngine's configuration print; "auto" values
+ * match what the HF Trainer filled in), the workspace folders
  * (ds_config*.json, *deepspeed*.json, then any JSON with DeepSpeed keys; the
  * top two levels only), the setting ddx.dsConfig.path. Only files inside
  * the workspace folders are read, except the one the user named in the
- * setting. */
+ * setting.
+ *
+ * On a ds_config document itself, the quick fixes of its own diagnostics
+ * (ddx/dscheck.h via lsp_config.c): a misspelt or deprecated key renamed,
+ * planned like any other patch, so the edit keeps the file's style. */
 #include "ddx/lsp.h"
 
 #include <dirent.h>
@@ -183,11 +190,14 @@ static void lsp_list_json(const char *dir, int depth, char ***v, size_t *n) {
   closedir(dp);
 }
 
-/* Paths the log names as its DeepSpeed config. */
+/* Paths the log names as its DeepSpeed config: launcher flags, HF
+ * TrainingArguments printed as a repr (deepspeed=X) or as JSON / a dict
+ * ("deepspeed": "X", 'deepspeed': 'X'). */
 static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max) {
-  static const char *const flags[] = {"--deepspeed_config", "--deepspeed", "deepspeed="};
+  static const char *const flags[] = {"--deepspeed_config", "--deepspeed",
+                                      "deepspeed=", "\"deepspeed\":", "'deepspeed':"};
   size_t n = 0;
-  for (size_t f = 0; f < 3 && n < max; f++) {
+  for (size_t f = 0; f < sizeof flags / sizeof *flags && n < max; f++) {
     const char *p = t->data, *end = t->data + t->len;
     size_t k = strlen(flags[f]);
     while (n < max && (p = lsp_memmem(p, (size_t)(end - p), flags[f], k))) {
@@ -272,7 +282,27 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
       if (found) return true;
     }
   }
-  /* 3. workspace folders: by name, then by content */
+  /* 3. the workspace file whose values DeepSpeed printed in the log */
+  const char *printed = log->result ? log->result->facts.ds_json : NULL;
+  for (size_t f = 0; printed && f < s->nfolders; f++) {
+    char **v = NULL;
+    size_t n = 0;
+    lsp_list_json(s->folders[f], 0, &v, &n);
+    if (n) qsort(v, n, sizeof *v, lsp_cmp_str);
+    bool found = false;
+    for (size_t k = 0; k < n; k++) {
+      if (!found) {
+        ddx_lsp_text_t *t = lsp_read_small(v[k]);
+        if (t && ddx_lsp_cfg_matches_print(t->data, t->len, printed))
+          found = lsp_cfg_from_file(s, v[k], "printed by DeepSpeed in the log", out, false);
+        ddx_lsp_text_unref(t);
+      }
+      free(v[k]);
+    }
+    free(v);
+    if (found) return true;
+  }
+  /* 4. workspace folders: by name, then by content */
   for (int pass = 0; pass < 2; pass++) {
     for (size_t f = 0; f < s->nfolders; f++) {
       char **v = NULL;
@@ -290,7 +320,7 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
       if (found) return true;
     }
   }
-  /* 4. the setting */
+  /* 5. the setting */
   if (s->dsconfig_path && lsp_cfg_from_file(s, s->dsconfig_path, "ddx.dsConfig.path", out, false))
     return true;
   return false;
@@ -390,6 +420,81 @@ static void lsp_rule_actions(ddx_lsp_server_t *s, const ddx_rule_t *rule, json_t
   json_decref(patches);
 }
 
+/* Quick fixes of a ds_config document's own diagnostics: the findings with
+ * a patch whose range meets [a, b], or those of the diagnostics sent. */
+static void lsp_config_actions(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t a, size_t b,
+                               json_t *ctx, json_t *out) {
+  const ddx_dscheck_t *schema =
+      d->text->len <= DDX_LSP_CFG_MAX_BYTES ? ddx_lsp_cfg_schema(s) : NULL;
+  if (!schema) return;
+  ddx_dscheck_facts_t f;
+  ddx_lsp_cfg_src_t src;
+  ddx_lsp_cfg_facts(s, &f, &src);
+  ddx_dscheck_result_t r;
+  ddx_error_t err = {0};
+  if (ddx_dscheck_run(schema, d->text->data, d->text->len, &f, &r, &err)) {
+    ddx_dscheck_result_free(&r);
+    return;
+  }
+  json_t *sent = json_object_get(ctx, "diagnostics");
+  lsp_cfgsrc_t cfg = {.uri = d->uri,
+                      .path = d->path,
+                      .text = d->text,
+                      .version = d->version,
+                      .open = true,
+                      .how = "open in the editor"};
+  ddx_lsp_cfg_t *c = NULL;
+  char why[2048] = "";
+  bool parsed = false;
+  for (size_t i = 0; i < r.n; i++) {
+    const ddx_dscheck_finding_t *x = &r.findings[i];
+    if (!x->patch_json) continue;
+    json_t *match = NULL;
+    size_t k;
+    json_t *dg;
+    json_array_foreach(sent, k, dg) {
+      const char *code = json_string_value(json_object_get(dg, "code"));
+      json_t *rs = json_object_get(json_object_get(dg, "range"), "start");
+      size_t l, ch;
+      if (code && !strcmp(code, x->code) && ddx_lsp_get_position(rs, &l, &ch) &&
+          ddx_lsp_offset(d->text, s->encoding, l, ch) == x->start)
+        match = dg;
+    }
+    if (!match && (x->end < a || x->start > b)) continue;
+    if (!parsed) {
+      parsed = true;
+      c = ddx_lsp_cfg_parse(d->text->data, d->text->len, why, sizeof why);
+    }
+    json_t *p = json_loads(x->patch_json, 0, NULL);
+    const char *ptitle = json_string_value(json_object_get(p, "title"));
+    char title[600];
+    snprintf(title, sizeof title, "ddx: %s", ptitle ? ptitle : "rename the key");
+    json_decref(p);
+    ddx_lsp_edit_t *edits = NULL;
+    size_t nedits = 0;
+    char *t2 = NULL;
+    char pwhy[2048];
+    if (!c) {
+      char reason[2200];
+      snprintf(reason, sizeof reason, "this file cannot be edited safely: %s", why);
+      lsp_disabled(s, out, title, reason, match);
+    } else if (ddx_lsp_cfg_plan(c, x->patch_json, &edits, &nedits, &t2, pwhy, sizeof pwhy) == 0 &&
+               nedits) {
+      json_t *act = json_pack("{s:o, s:s, s:o, s:b}", "title", ddx_lsp_jstr(title, strlen(title)),
+                              "kind", "quickfix", "edit",
+                              lsp_workspace_edit(s, &cfg, edits, nedits), "isPreferred", 1);
+      if (match) json_object_set_new(act, "diagnostics", json_pack("[O]", match));
+      json_array_append_new(out, act);
+    } else {
+      lsp_disabled(s, out, title, pwhy, match);
+    }
+    ddx_lsp_edits_free(edits, nedits);
+    free(t2);
+  }
+  ddx_lsp_cfg_free(c);
+  ddx_dscheck_result_free(&r);
+}
+
 json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   const char *uri =
       json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
@@ -411,6 +516,11 @@ json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t 
     if (!quick) return out;
   }
   ddx_lsp_doc_t *d = ddx_lsp_doc_find(s, uri);
+  if (d && d->kind == DDX_LSP_DOC_JSON) {
+    lsp_config_actions(s, d, ddx_lsp_offset(d->text, s->encoding, l0, c0),
+                       ddx_lsp_offset(d->text, s->encoding, l1, c1), ctx, out);
+    return out;
+  }
   if (!d || d->kind != DDX_LSP_DOC_LOG || !d->result) return out;
   ddx_lsp_result_t *r = d->result;
   /* The rules: those of ddx diagnostics in the context, else those of the

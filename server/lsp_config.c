@@ -2,14 +2,21 @@
  * ddx/lsp.h): the one file that calls the engine's config parser and patch
  * planner (ddx/dsconfig.h), plus a tolerant scan that finds the dotted key
  * path under the cursor for hovers (it must work on a file that does not
- * parse yet, while the user types). */
+ * parse yet, while the user types); the ds_config checks (ddx/dscheck.h)
+ * of open JSON documents published as diagnostics, with the facts they use
+ * (settings, a model config.json in the workspace, the last diagnosed log);
+ * and what a log says about the job (DeepSpeed's config print). */
 #include "ddx/lsp.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "ddx/dscheck.h"
 #include "ddx/dsconfig.h"
+#include "ddx/line.h"
 
 struct ddx_lsp_cfg {
   ddx_dsconfig_t *c;
@@ -160,4 +167,362 @@ char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *ksta
     if (i > off + 1 && depth == 0) return NULL;
   }
   return NULL;
+}
+
+/* ------------------------------------------------------ ds_config checks */
+
+static int lsp_cmp_cstr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+const ddx_dscheck_t *ddx_lsp_cfg_schema(ddx_lsp_server_t *s) {
+  if (s->dscheck || s->dscheck_tried) return s->dscheck;
+  s->dscheck_tried = true;
+  const char *dirs[2] = {s->rules_default, NULL};
+#ifdef DDX_SOURCE_RULES_DIR
+  dirs[1] = DDX_SOURCE_RULES_DIR;
+#endif
+  ddx_error_t err = {0};
+  for (size_t i = 0; i < 2 && !s->dscheck; i++) {
+    if (!dirs[i]) continue;
+    ddx_sb_t p;
+    ddx_sb_init(&p);
+    ddx_sb_printf(&p, "%s/ds_config.schema.json", dirs[i]);
+    if (p.s && ddx_dscheck_load(&s->dscheck, p.s, &err) == 0)
+      ddx_lsp_log(s, DDX_LSP_LOG_INFO, "ds_config schema: %zu keys from %s",
+                  ddx_dscheck_nkeys(s->dscheck), p.s);
+    ddx_sb_free(&p);
+  }
+  if (!s->dscheck)
+    ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "ds_config checks are off: %s",
+                err.msg[0] ? err.msg : "no rules folder");
+  return s->dscheck;
+}
+
+static char *lsp_read_file(const char *path, size_t max, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char buf[8192];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && b.len <= max)
+    ddx_sb_putn(&b, buf, n);
+  fclose(f);
+  if (b.len > max || !b.s) {
+    ddx_sb_free(&b);
+    return NULL;
+  }
+  *len = b.len;
+  return ddx_sb_take(&b);
+}
+
+/* A model's config.json at the top of a workspace folder or one level
+ * below (sorted, first that names a model wins). */
+static void lsp_find_model(ddx_lsp_server_t *s) {
+  s->model_scanned = true;
+  s->model_ws_params = 0;
+  s->model_ws_from[0] = 0;
+  for (size_t f = 0; f < s->nfolders && !s->model_ws_params; f++) {
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    DIR *dp = opendir(s->folders[f]);
+    struct dirent *e;
+    ddx_sb_t p;
+    ddx_sb_init(&p);
+    ddx_sb_printf(&p, "%s/config.json", s->folders[f]);
+    if (p.s) {
+      names = malloc(8 * sizeof *names);
+      cap = names ? 8 : 0;
+      if (names) names[n++] = ddx_sb_take(&p);
+    }
+    ddx_sb_free(&p);
+    while (dp && (e = readdir(dp)) && n < 200) {
+      if (e->d_name[0] == '.' || !strcmp(e->d_name, "node_modules")) continue;
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 8;
+        char **nv = realloc(names, nc * sizeof *nv);
+        if (!nv) break;
+        names = nv;
+        cap = nc;
+      }
+      ddx_sb_init(&p);
+      ddx_sb_printf(&p, "%s/%s/config.json", s->folders[f], e->d_name);
+      if (p.s) names[n++] = ddx_sb_take(&p);
+      ddx_sb_free(&p);
+    }
+    if (dp) closedir(dp);
+    if (n > 1) qsort(names + 1, n - 1, sizeof *names, lsp_cmp_cstr);
+    for (size_t k = 0; k < n; k++) {
+      size_t len = 0;
+      char *txt = s->model_ws_params ? NULL : lsp_read_file(names[k], (size_t)1 << 20, &len);
+      char how[256];
+      double params = 0;
+      if (txt && ddx_dscheck_model_params(txt, len, &params, how, sizeof how)) {
+        s->model_ws_params = params;
+        snprintf(s->model_ws_from, sizeof s->model_ws_from, "%.250s (%.200s)", names[k], how);
+      }
+      free(txt);
+      free(names[k]);
+    }
+    free(names);
+  }
+}
+
+void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_src_t *src) {
+  memset(f, 0, sizeof *f);
+  if (s->model_params > 0) {
+    f->params = s->model_params;
+    snprintf(src->params, sizeof src->params, "the setting ddx.model.parameters");
+  } else {
+    if (!s->model_scanned) lsp_find_model(s);
+    if (s->model_ws_params > 0) {
+      f->params = s->model_ws_params;
+      snprintf(src->params, sizeof src->params, "%s", s->model_ws_from);
+    }
+  }
+  if (f->params > 0) f->params_from = src->params;
+  if (s->world_size > 0) {
+    f->dp_world_size = s->world_size;
+    snprintf(src->world, sizeof src->world, "the setting ddx.world.size");
+  } else if (s->log_facts.dp_world_size > 0) {
+    f->dp_world_size = s->log_facts.dp_world_size;
+    snprintf(src->world, sizeof src->world, "%.250s", s->log_facts_from);
+  }
+  if (f->dp_world_size > 0) f->world_from = src->world;
+  if (s->log_facts.gpu_total > 0) {
+    f->gpu_total_bytes = s->log_facts.gpu_total;
+    snprintf(src->gpu, sizeof src->gpu, "the OOM in %.250s", s->log_facts_from);
+    f->gpu_from = src->gpu;
+  }
+}
+
+bool ddx_lsp_cfg_doc_is_ds(const ddx_lsp_doc_t *d, const ddx_dscheck_result_t *res) {
+  if (d->kind != DDX_LSP_DOC_JSON) return false;
+  const char *name = ddx_lsp_basename(d->uri);
+  size_t n = strlen(name);
+  bool json = (n > 5 && !strcasecmp(name + n - 5, ".json")) ||
+              (n > 6 && !strcasecmp(name + n - 6, ".jsonc"));
+  if (json && !strncasecmp(name, "ds_config", 9)) return true;
+  for (const char *p = name; json && *p; p++)
+    if (!strncasecmp(p, "deepspeed", 9)) return true;
+  return res && res->is_deepspeed;
+}
+
+static void lsp_cfg_publish(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, json_t *diags) {
+  ddx_lsp_notify(s, "textDocument/publishDiagnostics",
+                 json_pack("{s:s, s:I, s:o}", "uri", d->uri, "version", (json_int_t)d->version,
+                           "diagnostics", diags));
+}
+
+void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
+  if (d->kind != DDX_LSP_DOC_JSON || s->exiting || s->shutdown) return;
+  const ddx_dscheck_t *schema =
+      d->text->len <= DDX_LSP_CFG_MAX_BYTES ? ddx_lsp_cfg_schema(s) : NULL;
+  if (!schema) {
+    if (d->cfg_published) lsp_cfg_publish(s, d, json_array());
+    d->cfg_published = false;
+    return;
+  }
+  ddx_dscheck_facts_t f;
+  ddx_lsp_cfg_src_t src;
+  ddx_lsp_cfg_facts(s, &f, &src);
+  ddx_dscheck_result_t r;
+  ddx_error_t err = {0};
+  int rc = ddx_dscheck_run(schema, d->text->data, d->text->len, &f, &r, &err);
+  json_t *diags = json_array();
+  bool show;
+  if (rc == DDX_EINVAL) {
+    /* A DeepSpeed config being typed: say where it stops parsing. */
+    show = ddx_lsp_cfg_doc_is_ds(d, NULL) || d->cfg_published;
+    size_t at = r.error_offset < d->text->len ? r.error_offset : d->text->len;
+    char msg[2300];
+    snprintf(msg, sizeof msg, "not valid JSON for DeepSpeed (hjson comments are fine): %s",
+             err.msg);
+    if (show)
+      json_array_append_new(
+          diags, json_pack("{s:o, s:i, s:s, s:s, s:o}", "range",
+                           ddx_lsp_range(d->text, s->encoding, at, at < d->text->len ? at + 1 : at),
+                           "severity", 1, "code", "ds-config.syntax", "source", "ddx", "message",
+                           ddx_lsp_jstr(msg, strlen(msg))));
+  } else if (rc == 0) {
+    show = ddx_lsp_cfg_doc_is_ds(d, &r);
+    for (size_t i = 0; show && i < r.n && json_array_size(diags) < DDX_LSP_MAX_DIAGNOSTICS; i++) {
+      const ddx_dscheck_finding_t *x = &r.findings[i];
+      json_t *data = json_pack("{s:s}", "path", x->path);
+      json_t *patch = x->patch_json ? json_loads(x->patch_json, 0, NULL) : NULL;
+      if (patch) json_object_set_new(data, "patch", patch);
+      json_array_append_new(
+          diags, json_pack("{s:o, s:i, s:s, s:s, s:o, s:o}", "range",
+                           ddx_lsp_range(d->text, s->encoding, x->start, x->end), "severity",
+                           x->severity, "code", x->code, "source", "ddx", "message",
+                           ddx_lsp_jstr(x->message, strlen(x->message)), "data", data));
+    }
+  } else {
+    show = false;
+    ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "ds_config check of %s failed: %s", d->uri, err.msg);
+  }
+  ddx_dscheck_result_free(&r);
+  if (show || d->cfg_published) {
+    lsp_cfg_publish(s, d, diags);
+    d->cfg_published = show;
+  } else {
+    json_decref(diags);
+  }
+}
+
+void ddx_lsp_cfg_check_all(ddx_lsp_server_t *s) {
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
+    if (d->kind == DDX_LSP_DOC_JSON) ddx_lsp_cfg_check_doc(s, d);
+}
+
+void ddx_lsp_cfg_doc_closed(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
+  if (d->cfg_published)
+    ddx_lsp_notify(s, "textDocument/publishDiagnostics",
+                   json_pack("{s:s, s:[]}", "uri", d->uri, "diagnostics"));
+  d->cfg_published = false;
+}
+
+/* ------------------------------------------------------------- log facts */
+
+static const char *lsp_find(const char *h, size_t n, const char *lit) {
+  size_t k = strlen(lit);
+  const char *end = h + n;
+  while ((size_t)(end - h) >= k) {
+    const char *p = memchr(h, lit[0], (size_t)(end - h) - k + 1);
+    if (!p) return NULL;
+    if (!memcmp(p, lit, k)) return p;
+    h = p + 1;
+  }
+  return NULL;
+}
+
+#define LSP_DS_JSON_MAX ((size_t)256 << 10)
+
+void ddx_lsp_logfacts_from_text(const char *text, size_t len, ddx_lsp_logfacts_t *f) {
+  /* DeepSpeedConfig.print: "  world_size ................... 8" (the
+   * data-parallel size); the last print wins. */
+  const char *p = text, *end = text + len;
+  while ((p = lsp_find(p, (size_t)(end - p), "world_size ."))) {
+    const char *q = p + 11;
+    bool word = p == text || p[-1] == ' ' || p[-1] == '\t';
+    while (q < end && (*q == '.' || *q == ' '))
+      q++;
+    long long v = 0;
+    const char *d0 = q;
+    while (q < end && *q >= '0' && *q <= '9' && v < 100000000)
+      v = v * 10 + (*q++ - '0');
+    if (word && q > d0 && v > 0) f->dp_world_size = v;
+    p += 11;
+  }
+  /* DeepSpeedConfig.print_user_config: "  json = {" and the JSON (indent
+   * 4) on the following lines, each possibly behind a launcher prefix. */
+  const char *last = NULL;
+  p = text;
+  while ((p = lsp_find(p, (size_t)(end - p), "json = {"))) {
+    last = p;
+    p += 8;
+  }
+  if (!last) return;
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  int depth = 0;
+  bool in_str = false, esc = false, done = false;
+  const char *line = last + 7; /* the '{' */
+  bool first = true;
+  char norm[DDX_LINE_MAX + 1];
+  while (line < end && !done && b.len < LSP_DS_JSON_MAX) {
+    const char *nl = memchr(line, '\n', (size_t)(end - line));
+    const char *le = nl ? nl : end;
+    const char *seg = line;
+    size_t sn = (size_t)(le - line);
+    if (sn && seg[sn - 1] == '\r') sn--;
+    if (!first) {
+      ddx_line_meta_t meta;
+      ddx_line_meta_init(&meta);
+      sn = ddx_line_normalize(seg, sn, norm, sizeof norm, &meta);
+      seg = norm;
+    }
+    first = false;
+    for (size_t i = 0; i < sn && !done; i++) {
+      char c = seg[i];
+      ddx_sb_putn(&b, &c, 1);
+      if (in_str) {
+        if (esc)
+          esc = false;
+        else if (c == '\\')
+          esc = true;
+        else if (c == '"')
+          in_str = false;
+      } else if (c == '"') {
+        in_str = true;
+      } else if (c == '{' || c == '[') {
+        depth++;
+      } else if (c == '}' || c == ']') {
+        done = --depth == 0;
+      }
+    }
+    ddx_sb_puts(&b, "\n");
+    line = nl ? nl + 1 : end;
+  }
+  if (done) {
+    free(f->ds_json);
+    f->ds_json = ddx_sb_take(&b);
+  }
+  ddx_sb_free(&b);
+}
+
+void ddx_lsp_logfacts_from_scan(const ddx_scan_t *scan, ddx_lsp_logfacts_t *f) {
+  const ddx_hit_t *hits = scan->hits.data;
+  for (size_t i = 0; i < scan->hits.len; i++) {
+    const char *total = ddx_hit_fact(&hits[i], "total");
+    double v;
+    if (total && ddx_parse_quantity(total, &v) && v > f->gpu_total) f->gpu_total = v;
+    const char *dp = ddx_hit_fact(&hits[i], "dp_world_size");
+    if (dp && !f->dp_world_size && atoll(dp) > 0) f->dp_world_size = atoll(dp);
+  }
+}
+
+void ddx_lsp_cfg_log_diagnosed(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r) {
+  const ddx_lsp_logfacts_t *f = &r->facts;
+  if (!(f->gpu_total > 0) && f->dp_world_size <= 0) return;
+  bool changed = f->gpu_total != s->log_facts.gpu_total ||
+                 f->dp_world_size != s->log_facts.dp_world_size ||
+                 strcmp(s->log_facts_from, ddx_lsp_basename(uri));
+  s->log_facts.gpu_total = f->gpu_total;
+  s->log_facts.dp_world_size = f->dp_world_size;
+  snprintf(s->log_facts_from, sizeof s->log_facts_from, "%s", ddx_lsp_basename(uri));
+  if (changed) ddx_lsp_cfg_check_all(s);
+}
+
+/* Every leaf of want ("auto" matches anything) equals the one of got. */
+static bool lsp_json_covers(json_t *want, json_t *got, size_t *leaves) {
+  if (json_is_string(want) && !strcmp(json_string_value(want), "auto")) {
+    ++*leaves;
+    return got != NULL;
+  }
+  if (json_is_object(want)) {
+    if (!json_is_object(got)) return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(want, k,
+                        v) if (!lsp_json_covers(v, json_object_get(got, k), leaves)) return false;
+    return true;
+  }
+  if (!got) return false;
+  ++*leaves;
+  if (json_is_number(want) && json_is_number(got))
+    return json_number_value(want) == json_number_value(got);
+  return json_equal(want, got);
+}
+
+bool ddx_lsp_cfg_matches_print(const char *text, size_t len, const char *printed) {
+  json_t *want = json_loadb(text, len, 0, NULL);
+  json_t *got = json_loads(printed, 0, NULL);
+  size_t leaves = 0;
+  bool ok = json_is_object(want) && json_is_object(got) && lsp_json_covers(want, got, &leaves) &&
+            leaves >= 3;
+  json_decref(want);
+  json_decref(got);
+  return ok;
 }

@@ -138,6 +138,7 @@ void ddx_lsp_result_free(ddx_lsp_result_t *r) {
   if (!r) return;
   ddx_diagnosis_free(&r->diag);
   ddx_scan_free(&r->scan);
+  free(r->facts.ds_json);
   ddx_lsp_text_unref(r->text);
   ddx_lsp_catalog_unref(r->cat);
   free(r);
@@ -207,8 +208,9 @@ static void lsp_work(uv_work_t *req) {
     if (!rc) rc = rc2;
   }
   if (!rc && atomic_load(&j->cancel)) rc = ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
-  if (!rc)
-    rc = ddx_diagnose(&r->diag, &r->scan, &j->err);
+  if (!rc) rc = ddx_diagnose(&r->diag, &r->scan, &j->err);
+  if (!rc && j->text)
+    ddx_lsp_logfacts_from_text(j->text->data, j->text->len, &r->facts);
   else if (!j->err.msg[0])
     ddx_error_set(&j->err, rc, "scan failed");
   if (rc) {
@@ -461,6 +463,7 @@ static void lsp_after_work(uv_work_t *req, int status) {
     j->result->cat = ddx_lsp_catalog_ref(j->cat);
     j->result->text = ddx_lsp_text_ref(j->text);
     j->result->version = j->version;
+    ddx_lsp_logfacts_from_scan(&j->result->scan, &j->result->facts);
   }
   bool cancelled = status == UV_ECANCELED || atomic_load(&j->cancel);
   double secs = (double)(ddx_lsp_now_ns() - j->start_ns) / 1e9;
@@ -480,6 +483,7 @@ static void lsp_after_work(uv_work_t *req, int status) {
         d->result = j->result;
         j->result = NULL;
         lsp_publish(s, d->uri, d->result, d->version, true);
+        ddx_lsp_cfg_log_diagnosed(s, d->uri, d->result);
         if (s->trace != DDX_LSP_TRACE_OFF)
           ddx_lsp_log(s, DDX_LSP_LOG_DEBUG, "diagnosed %s (version %lld, %zu bytes) in %.1f ms",
                       d->uri, (long long)d->version, d->text->len, secs * 1e3);
@@ -506,6 +510,7 @@ static void lsp_after_work(uv_work_t *req, int status) {
                         j->err.msg[0] ? j->err.msg : "scan failed");
   } else {
     json_t *report = lsp_report(j->result, secs);
+    ddx_lsp_cfg_log_diagnosed(s, j->uri ? j->uri : "the diagnosed text", j->result);
     if (j->kind == DDX_LSP_JOB_FILE) {
       /* An open document keeps the diagnostics of its own (editor) text. */
       if (!ddx_lsp_doc_find(s, j->uri)) lsp_publish(s, j->uri, j->result, 0, false);
@@ -757,6 +762,7 @@ void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload) 
   if (json_is_integer(ws)) s->world_size = json_integer_value(ws);
   json_t *allow = lsp_setting(settings, "diagnoseFile", "allowOutsideWorkspace");
   if (json_is_boolean(allow)) s->allow_outside = json_is_true(allow);
+  if (reload) ddx_lsp_cfg_check_all(s); /* parameters and world size feed the checks */
   if (reload && changed) {
     char err[1024];
     if (ddx_lsp_catalog_reload(s, err, sizeof err))

@@ -1,154 +1,13 @@
 /* lsp_hover.c - textDocument/hover (see ddx/lsp.h): on a matched log line,
  * the catalog entry with this occurrence's facts; on a ds_config.json key,
- * a short note on what the key does, its default and its effect on memory
- * (a JSON Schema with the full reference comes with the editor extension). */
+ * what the key does, its type, default and effect on memory from the JSON
+ * Schema rules/ds_config.schema.json (ddx/dscheck.h), and on
+ * zero_optimization the model-state memory estimate of the config. */
 #include "ddx/lsp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct lsp_keydoc {
-  const char *key; /* full dotted path, or a last component starting with '*' */
-  const char *doc;
-} lsp_keydoc_t;
-
-static const lsp_keydoc_t lsp_keydocs[] = {
-    {"train_batch_size", "Global batch per optimizer step: `train_micro_batch_size_per_gpu` x "
-                         "`gradient_accumulation_steps` x "
-                         "data-parallel world size. DeepSpeed asserts the triple is consistent. "
-                         "Default: derived from the other two. "
-                         "Memory: none by itself; only the micro batch drives activation memory."},
-    {"train_micro_batch_size_per_gpu",
-     "Samples per GPU per forward/backward pass. Default 1 (derived when only train_batch_size is "
-     "given). "
-     "Memory: activations grow linearly with it (x sequence length); halving it and doubling "
-     "`gradient_accumulation_steps` keeps the global batch and frees activation memory."},
-    {"gradient_accumulation_steps", "Micro batches accumulated before each optimizer step. Default "
-                                    "1. Memory: none (gradients are accumulated "
-                                    "in place); it only trades time for a larger global batch."},
-    {"gradient_clipping",
-     "Clips the global gradient norm to this value (0 disables). Default 1.0 in HF Trainer "
-     "setups, 0 in plain DeepSpeed. Memory: none."},
-    {"fp16", "Mixed precision with fp16 and dynamic loss scaling. `enabled` turns it on; do not "
-             "enable together "
-             "with `bf16`. Memory: halves parameter/gradient/activation storage vs fp32; the fp32 "
-             "master copy "
-             "and Adam states stay in fp32 (12 bytes per parameter)."},
-    {"fp16.enabled",
-     "Turns fp16 mixed precision on (default false). Mutually exclusive with `bf16.enabled`."},
-    {"fp16.loss_scale",
-     "0 means dynamic loss scaling (default); a positive value fixes the scale."},
-    {"fp16.initial_scale_power",
-     "Dynamic loss scaling starts at 2^this (default 16). Lower it when the first "
-     "steps only report overflow and skip."},
-    {"fp16.loss_scale_window",
-     "Steps without overflow before the loss scale is raised (default 1000)."},
-    {"fp16.hysteresis", "Overflows tolerated before the scale is lowered (default 2)."},
-    {"fp16.min_loss_scale",
-     "Lowest dynamic loss scale (default 1). Reaching it raises \"Current loss scale "
-     "already at minimum\": the model overflows in fp16; consider bf16."},
-    {"bf16", "Mixed precision with bfloat16 (Ampere and newer). No loss scaling needed. Do not "
-             "enable together "
-             "with `fp16`. Memory: as fp16."},
-    {"bf16.enabled",
-     "Turns bf16 mixed precision on (default false). Mutually exclusive with `fp16.enabled`."},
-    {"zero_optimization",
-     "ZeRO memory optimizations: which model states are partitioned across data-parallel "
-     "ranks (`stage`), offloading and communication buckets."},
-    {"zero_optimization.stage", "ZeRO stage, default 0. 0: nothing partitioned (16 bytes/parameter "
-                                "on every GPU with mixed-precision Adam); "
-                                "1: optimizer states partitioned (4 + 12/N bytes/parameter); 2: + "
-                                "gradients (2 + 14/N); 3: + parameters "
-                                "(16/N), which are all-gathered layer by layer during "
-                                "forward/backward. N is the data-parallel size."},
-    {"zero_optimization.offload_optimizer",
-     "ZeRO-Offload: keep optimizer states (and the fp32 master weights) in CPU (`device: cpu`) or "
-     "NVMe memory; "
-     "stages 1-3. Memory: removes the 12 bytes/parameter of Adam states from the GPU; needs host "
-     "RAM of about "
-     "12 x parameters / nodes and a CPU optimizer (DeepSpeedCPUAdam)."},
-    {"zero_optimization.offload_param",
-     "ZeRO-Infinity: keep partitioned parameters in CPU or NVMe memory. Stage 3 only (ignored "
-     "below). Memory: "
-     "removes the fp16 parameter shard from the GPU at the cost of PCIe traffic every step."},
-    {"*device", "Where the offloaded tensors live: `cpu` or `nvme` (then `nvme_path` is required). "
-                "Default none."},
-    {"*pin_memory",
-     "Page-locked host buffers for offload: faster copies, but pinned memory counts against host "
-     "RAM and may fail to allocate (default false)."},
-    {"zero_optimization.overlap_comm",
-     "Overlap gradient reduction with backward (default false; true for stage "
-     "3). Memory: buckets are kept in flight, up to 4.5x reduce_bucket_size."},
-    {"zero_optimization.contiguous_gradients", "Copy gradients into one contiguous buffer as they "
-                                               "are produced: less fragmentation (default true)."},
-    {"zero_optimization.reduce_bucket_size",
-     "Elements reduced at once (default 5e8). Memory: a bucket of this many elements (fp16: x2 "
-     "bytes, with "
-     "overlap_comm several in flight); lower it on OOM in reduction."},
-    {"zero_optimization.allgather_bucket_size",
-     "Elements all-gathered at once in stages 1-2 (default 5e8). Memory: one bucket; lower it on "
-     "OOM."},
-    {"zero_optimization.stage3_prefetch_bucket_size",
-     "Stage 3: elements of parameters prefetched ahead of use (default 5e7). Memory: that many "
-     "fp16 parameters "
-     "gathered in advance; lower it when the OOM is in fetch_sub_module / all-gather."},
-    {"zero_optimization.stage3_param_persistence_threshold",
-     "Stage 3: parameters smaller than this stay unpartitioned on every GPU (default 1e5). Memory: "
-     "grows with "
-     "the number of small tensors (norms, biases); lower it to save memory."},
-    {"zero_optimization.stage3_max_live_parameters",
-     "Stage 3: upper bound of gathered parameters kept on the GPU at once (default 1e9). Lower it "
-     "on OOM."},
-    {"zero_optimization.stage3_max_reuse_distance",
-     "Stage 3: a parameter reused within this many parameters is not released (default 1e9). Lower "
-     "it on OOM "
-     "with activation checkpointing."},
-    {"zero_optimization.stage3_gather_16bit_weights_on_model_save",
-     "Stage 3: gather the full fp16 weights on rank 0 when saving (default false). Memory: the "
-     "whole model on "
-     "one GPU at save time."},
-    {"zero_optimization.sub_group_size", "Stage 3: parameters per optimizer sub-group (default "
-                                         "1e9). Memory: lower it when the optimizer step OOMs "
-                                         "with offload."},
-    {"zero_optimization.round_robin_gradients",
-     "Stage 1-2 with CPU offload: parallel gradient copies to the "
-     "host (default false)."},
-    {"activation_checkpointing", "DeepSpeed activation checkpointing (Megatron-style models). "
-                                 "Memory: stores layer inputs only and "
-                                 "recomputes the rest in backward."},
-    {"activation_checkpointing.partition_activations",
-     "Partition checkpointed activations across model-parallel "
-     "ranks (default false)."},
-    {"activation_checkpointing.cpu_checkpointing",
-     "Keep checkpointed activations in CPU memory (needs "
-     "partition_activations; default false)."},
-    {"optimizer", "The optimizer DeepSpeed builds (`type`: Adam, AdamW, Lamb, ...; `params`). "
-                  "Memory: Adam keeps "
-                  "two fp32 states per parameter (8 bytes) plus the fp32 master copy (4)."},
-    {"scheduler",
-     "The learning-rate scheduler DeepSpeed builds (`type`: WarmupLR, WarmupDecayLR, ...)."},
-    {"steps_per_print", "Print progress every N steps (default 10)."},
-    {"wall_clock_breakdown", "Time forward/backward/step separately (default false)."},
-    {"zero_allow_untested_optimizer",
-     "Allow ZeRO with an optimizer DeepSpeed did not test (default false)."},
-};
-
-static const char *lsp_keydoc(const char *path) {
-  for (size_t i = 0; i < sizeof lsp_keydocs / sizeof lsp_keydocs[0]; i++)
-    if (!strcmp(lsp_keydocs[i].key, path)) return lsp_keydocs[i].doc;
-  const char *last = strrchr(path, '.');
-  last = last ? last + 1 : path;
-  for (size_t i = 0; i < sizeof lsp_keydocs / sizeof lsp_keydocs[0]; i++)
-    if (lsp_keydocs[i].key[0] == '*' && !strcmp(lsp_keydocs[i].key + 1, last))
-      return lsp_keydocs[i].doc;
-  /* stage3_* may sit under zero_optimization or, in old configs, at the top. */
-  char buf[256];
-  snprintf(buf, sizeof buf, "zero_optimization.%s", last);
-  for (size_t i = 0; i < sizeof lsp_keydocs / sizeof lsp_keydocs[0]; i++)
-    if (!strncmp(last, "stage3_", 7) && !strcmp(lsp_keydocs[i].key, buf)) return lsp_keydocs[i].doc;
-  return NULL;
-}
 
 static json_t *lsp_markup(const char *md, json_t *range) {
   json_t *h = json_pack("{s:{s:s, s:o}}", "contents", "kind", "markdown", "value",
@@ -157,18 +16,37 @@ static json_t *lsp_markup(const char *md, json_t *range) {
   return h;
 }
 
+/* A ds_config key: its documentation from the schema; on
+ * zero_optimization also the model-state estimate for this config. */
 static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t off) {
   size_t ks = 0, ke = 0;
   char *path = ddx_lsp_json_key_at(d->text->data, d->text->len, off, &ks, &ke);
   if (!path) return json_null();
-  const char *doc = lsp_keydoc(path);
+  const ddx_dscheck_t *schema = ddx_lsp_cfg_schema(s);
+  char *doc = schema ? ddx_dscheck_describe(schema, path) : NULL;
   json_t *r = json_null();
   if (doc) {
     ddx_sb_t b;
     ddx_sb_init(&b);
-    ddx_sb_printf(&b, "**`%s`** (DeepSpeed)\n\n%s\n", path, doc);
-    r = lsp_markup(b.s, ddx_lsp_range(d->text, s->encoding, ks, ke));
+    ddx_sb_puts(&b, doc);
+    if (!strcmp(path, "zero_optimization") && d->text->len <= DDX_LSP_CFG_MAX_BYTES) {
+      ddx_dscheck_facts_t f;
+      ddx_lsp_cfg_src_t src;
+      ddx_lsp_cfg_facts(s, &f, &src);
+      ddx_dscheck_result_t res;
+      ddx_error_t err = {0};
+      if (ddx_dscheck_run(schema, d->text->data, d->text->len, &f, &res, &err) == 0) {
+        char *md = ddx_dscheck_memory_markdown(&res.memory, &f);
+        if (md) ddx_sb_printf(&b, "\n---\n\n%s", md);
+        free(md);
+      } else {
+        ddx_sb_printf(&b, "\n---\n\nNo memory estimate: %s\n", err.msg);
+      }
+      ddx_dscheck_result_free(&res);
+    }
+    r = lsp_markup(b.s ? b.s : "", ddx_lsp_range(d->text, s->encoding, ks, ke));
     ddx_sb_free(&b);
+    free(doc);
   }
   free(path);
   return r;

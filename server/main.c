@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/dscheck.h"
 #include "ddx/events.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
@@ -42,6 +43,8 @@ static const char *const usage_text =
     "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
     "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
+    "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
+    "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable\n"
     "  version                   print the version\n"
     "\n"
     "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
@@ -406,6 +409,182 @@ static int cmd_live(cli_t *c, bool watch, int argc, char **argv) {
   return rc;
 }
 
+/* ddx check-config: DeepSpeed config checks (ddx/dscheck.h) on one file.
+ * Exit 0: no error-severity finding, 1: errors found, 2: unreadable. */
+static bool cc_count(const char *s, double *out) {
+  char *e;
+  double v = strtod(s, &e);
+  if (e == s || !(v > 0)) return false;
+  if (*e && e[1]) return false;
+  switch (*e) {
+  case 0:
+    break;
+  case 'k':
+  case 'K':
+    v *= 1e3;
+    break;
+  case 'm':
+  case 'M':
+    v *= 1e6;
+    break;
+  case 'b':
+  case 'B':
+  case 'g':
+  case 'G':
+    v *= 1e9;
+    break;
+  case 't':
+  case 'T':
+    v *= 1e12;
+    break;
+  default:
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static void cc_linecol(const char *t, size_t len, size_t off, size_t *line, size_t *col) {
+  *line = 1, *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    if (t[i] == '\n' || (t[i] == '\r' && (i + 1 >= len || t[i + 1] != '\n')))
+      ++*line, *col = 1;
+    else if (t[i] != '\r' && ((unsigned char)t[i] & 0xC0) != 0x80)
+      ++*col;
+  }
+}
+
+static int cmd_check_config(cli_t *c, int argc, char **argv) {
+  const char *file = NULL, *format = "text", *schema = NULL;
+  ddx_dscheck_facts_t facts = {0};
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    bool has = i + 1 < argc;
+    if (!strcmp(a, "--params") && has) {
+      if (!cc_count(argv[++i], &facts.params)) return usage("--params needs a count (7e9, 7B)");
+      facts.params_from = "--params";
+    } else if (!strcmp(a, "--world-size") && has) {
+      char *e;
+      long long n = strtoll(argv[++i], &e, 10);
+      if (*e || n <= 0) return usage("--world-size needs a positive integer");
+      facts.dp_world_size = n;
+      facts.world_from = "--world-size";
+    } else if (!strcmp(a, "--gpu-memory") && has) {
+      char *e;
+      double g = strtod(argv[++i], &e);
+      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0))
+        return usage("--gpu-memory needs GiB (80)");
+      facts.gpu_total_bytes = g * 1024.0 * 1024.0 * 1024.0;
+      facts.gpu_from = "--gpu-memory";
+    } else if (!strcmp(a, "--format") && has) {
+      format = argv[++i];
+    } else if (!strcmp(a, "--schema") && has) {
+      schema = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      return usage("check-config: unknown option");
+    } else if (!file) {
+      file = a;
+    } else {
+      return usage("check-config takes one FILE");
+    }
+  }
+  if (!file) return usage("check-config needs a ds_config.json");
+  if (strcmp(format, "text") && strcmp(format, "json"))
+    return usage("--format must be text or json");
+  char spath[PATH_MAX + 32];
+  if (!schema) {
+    snprintf(spath, sizeof spath, "%s/ds_config.schema.json", default_rules_dir(c));
+    schema = spath;
+  }
+  ddx_error_t err = {0};
+  ddx_dscheck_t *chk = NULL;
+  if (ddx_dscheck_load(&chk, schema, &err)) {
+    fprintf(stderr, "ddx: %s\n", err.msg);
+    return 2;
+  }
+  FILE *f = !strcmp(file, "-") ? stdin : fopen(file, "rb");
+  if (!f) {
+    fprintf(stderr, "ddx: %s: %s\n", file, strerror(errno));
+    ddx_dscheck_free(chk);
+    return 2;
+  }
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char buf[16384];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    ddx_sb_putn(&b, buf, n);
+  bool bad = ferror(f);
+  if (f != stdin) fclose(f);
+  ddx_dscheck_result_t res;
+  int rc = bad ? ddx_error_set(&err, DDX_EIO, "read failed")
+               : ddx_dscheck_run(chk, b.s ? b.s : "", b.len, &facts, &res, &err);
+  if (rc) {
+    fprintf(stderr, "ddx: %s: %s\n", file, err.msg);
+    if (!bad) ddx_dscheck_result_free(&res);
+    ddx_sb_free(&b);
+    ddx_dscheck_free(chk);
+    return 2;
+  }
+  size_t errors = 0, warnings = 0;
+  for (size_t i = 0; i < res.n; i++)
+    res.findings[i].severity == DDX_DSCHECK_ERROR ? errors++ : warnings++;
+  static const char *const sev[] = {"", "error", "warning", "info"};
+  if (!strcmp(format, "json")) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < res.n; i++) {
+      const ddx_dscheck_finding_t *x = &res.findings[i];
+      size_t l0, c0, l1, c1;
+      cc_linecol(b.s, b.len, x->start, &l0, &c0);
+      cc_linecol(b.s, b.len, x->end, &l1, &c1);
+      json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "line",
+                            (json_int_t)l0, "column", (json_int_t)c0, "end_line", (json_int_t)l1,
+                            "end_column", (json_int_t)c1, "start", (json_int_t)x->start, "end",
+                            (json_int_t)x->end, "severity", sev[x->severity], "code", x->code,
+                            "path", x->path, "message", x->message);
+      json_t *p = x->patch_json ? json_loads(x->patch_json, 0, NULL) : NULL;
+      if (o && p) json_object_set_new(o, "patch", p);
+      json_array_append_new(arr, o);
+    }
+    json_t *out =
+        json_pack("{s:s, s:b, s:I, s:I, s:o}", "file", file, "deepspeed", res.is_deepspeed,
+                  "errors", (json_int_t)errors, "warnings", (json_int_t)warnings, "findings", arr);
+    const ddx_dscheck_memory_t *m = &res.memory;
+    if (m->valid) {
+      json_t *terms = json_array();
+      for (size_t i = 0; i < m->nterms; i++)
+        json_array_append_new(terms, json_pack("{s:s, s:s, s:f, s:b}", "what", m->terms[i].what,
+                                               "formula", m->terms[i].formula, "bytes",
+                                               m->terms[i].bytes, "cpu", m->terms[i].cpu));
+      json_object_set_new(
+          out, "memory",
+          json_pack("{s:i, s:f, s:o, s:f, s:f, s:o}", "stage", m->stage, "params", m->params,
+                    "dp_world_size", m->n_known ? json_integer((json_int_t)m->n) : json_null(),
+                    "gpu_bytes", m->gpu_bytes, "cpu_bytes", m->cpu_bytes, "terms", terms));
+    }
+    emit(json_dumps(out, JSON_INDENT(2)));
+    json_decref(out);
+  } else {
+    for (size_t i = 0; i < res.n; i++) {
+      const ddx_dscheck_finding_t *x = &res.findings[i];
+      size_t l, col;
+      cc_linecol(b.s, b.len, x->start, &l, &col);
+      printf("%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message, x->code);
+    }
+    if (res.memory.valid) {
+      char *md = ddx_dscheck_memory_markdown(&res.memory, &facts);
+      if (md) printf("\n%s", md);
+      free(md);
+    }
+    printf("%s%zu error%s, %zu warning%s\n", res.memory.valid ? "\n" : "", errors,
+           errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  }
+  ddx_dscheck_result_free(&res);
+  ddx_sb_free(&b);
+  ddx_dscheck_free(chk);
+  return errors ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   cli_t c = {0};
   if (argc < 2) return usage(NULL);
@@ -417,6 +596,7 @@ int main(int argc, char **argv) {
     return cmd_live(&c, !strcmp(cmd, "watch"), argc - 2, argv + 2);
   if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "lsp")) return ddx_lsp_main(argc - 2, argv + 2);
+  if (!strcmp(cmd, "check-config")) return cmd_check_config(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("ddx %s\n", DDX_VERSION);
     return 0;

@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/dscheck.h"
 #include "ddx/rules.h"
 #include "ddx/scan.h"
 
@@ -40,6 +41,12 @@ int ddx_lsp_main(int argc, char **argv);
 #define DDX_LSP_DEFAULT_MAX_FRAME ((size_t)128 << 20) /* DDX_LSP_MAX_FRAME overrides */
 #define DDX_LSP_MAX_DIAGNOSTICS 200                   /* per document */
 #define DDX_LSP_PROGRESS_MIN_BYTES ((size_t)4 << 20)  /* scans at least this big report progress */
+/* Outgoing bytes queued for a client that does not read: above the limit
+ * the server stops reading requests until half of it drained; above twice
+ * the limit new messages are dropped (logged on stderr). DDX_LSP_MAX_WQUEUE
+ * overrides. */
+#define DDX_LSP_DEFAULT_MAX_WQUEUE ((size_t)64 << 20)
+#define DDX_LSP_CFG_MAX_BYTES ((size_t)4 << 20) /* larger JSON documents are not checked */
 
 enum { DDX_LSP_ENC_UTF16 = 0, DDX_LSP_ENC_UTF8 = 1 };
 enum { DDX_LSP_TRACE_OFF = 0, DDX_LSP_TRACE_MESSAGES = 1, DDX_LSP_TRACE_VERBOSE = 2 };
@@ -79,6 +86,16 @@ typedef struct ddx_lsp_catalog {
   char *root; /* the built-in rules folder (for catalog URLs), or NULL */
 } ddx_lsp_catalog_t;
 
+/* What a log says about the job, for the ds_config checks: the
+ * data-parallel size (DeepSpeed's config print, the batch assertion), the
+ * total memory of a GPU (an OOM's `total`) and the config DeepSpeed printed
+ * ("json = {...}", to find the file it came from). */
+typedef struct ddx_lsp_logfacts {
+  int64_t dp_world_size; /* 0 unknown */
+  double gpu_total;      /* bytes, 0 unknown */
+  char *ds_json;         /* malloc'd printed config, or NULL */
+} ddx_lsp_logfacts_t;
+
 /* A finished diagnosis kept for hovers and code actions. */
 typedef struct ddx_lsp_result {
   ddx_lsp_catalog_t *cat;
@@ -86,6 +103,7 @@ typedef struct ddx_lsp_result {
   ddx_scan_t scan;
   ddx_diagnosis_t diag;
   int64_t version;
+  ddx_lsp_logfacts_t facts;
 } ddx_lsp_result_t;
 
 enum { DDX_LSP_DOC_OTHER = 0, DDX_LSP_DOC_LOG = 1, DDX_LSP_DOC_JSON = 2 };
@@ -103,6 +121,7 @@ typedef struct ddx_lsp_doc {
   ddx_lsp_result_t *result; /* latest published diagnosis, or NULL */
   ddx_lsp_job_t *job;       /* scan in flight, or NULL */
   bool rescan;              /* the text moved on while job ran */
+  bool cfg_published;       /* ds_config diagnostics were published for it */
 } ddx_lsp_doc_t;
 
 enum { DDX_LSP_JOB_DOC = 0, DDX_LSP_JOB_TEXT = 1, DDX_LSP_JOB_FILE = 2 };
@@ -179,6 +198,12 @@ struct ddx_lsp_server {
   size_t body_len; /* body size of the frame being read */
   size_t hdr_len;  /* header bytes before the body */
   ddx_lsp_wmsg_t *wq_head, *wq_tail;
+  size_t wq_bytes, wq_limit; /* queued bytes, DDX_LSP_DEFAULT_MAX_WQUEUE */
+  bool wq_paused;            /* reading stopped until the queue drains */
+  bool in_stalled;           /* a file stdin's next read waits for the drain */
+  bool parsing;              /* inside lsp_parse_input */
+  uint64_t wq_dropped;       /* notifications dropped at twice the limit */
+  uint64_t wq_pauses;        /* times reading was paused */
   bool writing;
   uv_write_t wreq;
   uv_buf_t wbuf;
@@ -204,6 +229,14 @@ struct ddx_lsp_server {
   int64_t world_size;  /* ddx.world.size */
   char **folders;      /* workspace folders (local paths) */
   size_t nfolders;
+  /* ds_config checks */
+  ddx_dscheck_t *dscheck; /* the schema, loaded on first use */
+  bool dscheck_tried;
+  bool model_scanned;           /* the workspace was searched for a model config.json */
+  double model_ws_params;       /* its parameter count, 0 none */
+  char model_ws_from[512];      /* "config.json: num_parameters" */
+  ddx_lsp_logfacts_t log_facts; /* from the last diagnosed log (ds_json unused) */
+  char log_facts_from[256];     /* its name */
   ddx_lsp_catalog_t *cat;
   ddx_lsp_doc_t *docs;
   ddx_lsp_job_t *jobs;
@@ -272,7 +305,7 @@ json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t 
 bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path);
 
 /* lsp_config.c: the only file that calls the ds_config parser and patch
- * planner (ddx/dsconfig.h). */
+ * planner (ddx/dsconfig.h) and the config checker (ddx/dscheck.h). */
 typedef struct ddx_lsp_cfg ddx_lsp_cfg_t;
 /* Parses text; NULL with why filled when it is not plain JSON. */
 ddx_lsp_cfg_t *ddx_lsp_cfg_parse(const char *text, size_t len, char *why, size_t whycap);
@@ -290,5 +323,35 @@ void ddx_lsp_edits_free(ddx_lsp_edit_t *e, size_t n);
 /* The dotted key path ("zero_optimization.stage") of the key string that
  * covers byte offset off in a JSON text, or NULL. Tolerant of bad JSON. */
 char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *kstart, size_t *kend);
+
+/* The schema (loaded from the built-in rules folder on first use), or NULL
+ * (logged once). */
+const ddx_dscheck_t *ddx_lsp_cfg_schema(ddx_lsp_server_t *s);
+/* The facts the checks use: settings first, then a model config.json in
+ * the workspace, then the last diagnosed log. src holds the strings the
+ * facts point to. */
+typedef struct ddx_lsp_cfg_src {
+  char params[600], world[300], gpu[300];
+} ddx_lsp_cfg_src_t;
+void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_src_t *src);
+/* True when an open JSON document is to be checked as a DeepSpeed config
+ * (by name, or by its content when res is given). */
+bool ddx_lsp_cfg_doc_is_ds(const ddx_lsp_doc_t *d, const ddx_dscheck_result_t *res);
+/* Checks an open JSON document and publishes (or clears) its diagnostics. */
+void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d);
+/* Checks every open JSON document again (settings or log facts changed). */
+void ddx_lsp_cfg_check_all(ddx_lsp_server_t *s);
+/* A closed document's config diagnostics go away with it. */
+void ddx_lsp_cfg_doc_closed(ddx_lsp_server_t *s, ddx_lsp_doc_t *d);
+/* Worker side: what a log text says about the job (pure, thread-safe). */
+void ddx_lsp_logfacts_from_text(const char *text, size_t len, ddx_lsp_logfacts_t *f);
+/* Loop side: adds what a diagnosis' hits say (GPU total, dp_world_size). */
+void ddx_lsp_logfacts_from_scan(const ddx_scan_t *scan, ddx_lsp_logfacts_t *f);
+/* A finished log diagnosis updates the server's log facts (and rechecks
+ * the open configs when they changed). */
+void ddx_lsp_cfg_log_diagnosed(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r);
+/* True when the JSON text of a file matches a config DeepSpeed printed
+ * (every value of the file equal, "auto" matching anything). */
+bool ddx_lsp_cfg_matches_print(const char *text, size_t len, const char *printed);
 
 #endif
