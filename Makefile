@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: all deps build build-asan demo test test-unit test-asan eval format format-check fuzz fuzz-short clean
+.PHONY: all deps build build-asan demo test test-unit test-asan test-vscode vsix eval format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -62,7 +62,15 @@ fuzz-short: deps
 fuzz: deps
 	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-600}
 
-test: format-check test-unit test-asan fuzz-short
+# VS Code extension: real extension host of code-server + headless Chromium
+# (installs chromium, code-server and the npm packages it needs).
+test-vscode: build
+	bash tests/vscode/run.sh $(BUILD)/ddx
+
+vsix: deps
+	npm ci --no-audit --no-fund && npm run package
+
+test: format-check test-unit test-asan fuzz-short test-vscode
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95
