@@ -337,9 +337,11 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
     if (refs[i]->rule == DDX_BUILTIN_RULE && refs[i]->pattern == DDX_BUILTIN_LAYOUT) {
       /* Layout lines (a 128-node WORLD INFO DICT) outgrow the normalised
        * line cap: parse a NUL-terminated copy of the raw line instead. */
-      size_t rl = le - ls < DDX_LAYOUT_LINE_MAX ? le - ls : DDX_LAYOUT_LINE_MAX;
+      /* the whole line, not the window an overlong line is matched in */
+      size_t fs = line_start_of(s->buf, ls), fe = line_end_of(s->buf, le, s->len);
+      size_t rl = fe - fs < DDX_LAYOUT_LINE_MAX ? fe - fs : DDX_LAYOUT_LINE_MAX;
       if (!s->raw && !(s->raw = malloc(DDX_LAYOUT_LINE_MAX + 1))) return DDX_ENOMEM;
-      memcpy(s->raw, s->buf + ls, rl);
+      memcpy(s->raw, s->buf + fs, rl);
       s->raw[rl] = 0;
       ddx_layout_parse(s->layout, s->raw, rl, &meta);
       continue;

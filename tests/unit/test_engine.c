@@ -323,6 +323,21 @@ static void test_layout(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, 6);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
   done(&r);
+  /* A WORLD INFO DICT longer than the normaliser's cap (128 nodes). */
+  {
+    ddx_sb_t b;
+    ddx_sb_init(&b);
+    ddx_sb_puts(&b, "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {");
+    for (int n = 0; n < 128; n++)
+      ddx_sb_printf(&b, "%s'worker-%d': [0, 1, 2, 3, 4, 5, 6, 7]", n ? ", " : "", n);
+    ddx_sb_puts(&b, "}\nworker-113: [default5]:CUDA out of memory. Tried to allocate 1.00 GiB\n");
+    char *text = ddx_sb_take(&b);
+    CHECK(strlen(text) > 5000);
+    run(&r, cat, text);
+    CHECK_EQ_INT(r.d.incidents[0].rank, 909);
+    done(&r);
+    free(text);
+  }
   /* Per-node launcher lines: nnodes/num_local_procs/node_rank under a pdsh host. */
   run(&r, cat,
       "node-b: [2024-01-01 00:00:00,000] [INFO] [launch.py:152:main] nnodes=3, "
