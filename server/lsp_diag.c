@@ -472,6 +472,10 @@ static void lsp_after_work(uv_work_t *req, int status) {
   if (s->exiting) {
     if (j->req_id)
       ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "the server is exiting");
+    /* the document outlives this job: it must not point at it (found by
+     * fuzz_lsp: a use after free when the documents are freed at exit) */
+    ddx_lsp_doc_t *d = j->kind == DDX_LSP_JOB_DOC && j->uri ? ddx_lsp_doc_find(s, j->uri) : NULL;
+    if (d && d->job == j) d->job = NULL;
     lsp_job_free(j);
     return;
   }
