@@ -9,18 +9,22 @@ root=$(pwd)
 out=${DDX_FUZZ_BUILD:-$root/build-fuzz}
 mkdir -p "$out"
 engine=$(ls server/*.c | grep -v -E 'server/(main|lsp.*|live.*)\.c$')
+lsp=$(ls server/lsp*.c)
 cflags="-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -fno-omit-frame-pointer"
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-libs="$(pkg-config --libs jansson libpcre2-8) -lm"
+libs="$(pkg-config --libs jansson libpcre2-8 libuv) -lm"
 pass=0 fail=0
-for t in scan dsconfig rules; do
-  if ! clang $cflags $san $engine "tests/fuzz/fuzz_$t.c" $libs -o "$out/fuzz_$t" 2>"$out/build_$t.log"; then
+for t in scan dsconfig rules lsp; do
+  extra=""
+  [ $t = lsp ] && extra=$lsp
+  if ! clang $cflags $san $engine $extra "tests/fuzz/fuzz_$t.c" $libs -o "$out/fuzz_$t" 2>"$out/build_$t.log"; then
     echo "fuzz_$t: build failed"; cat "$out/build_$t.log"; fail=$((fail + 1)); continue
   fi
   case $t in
     scan) seeds="tests/corpus/dev examples" ;;
     dsconfig) seeds="tests/fuzz/seeds/dsconfig" ;;
     rules) seeds="$(find rules -name '*.json' ! -name '*.schema.json' -printf '%h\n' | sort -u | tr '\n' ' ')" ;;
+    lsp) seeds="tests/fuzz/seeds/lsp" ;;
   esac
   # 1. every crash found so far stays fixed
   regs=$(find "tests/fuzz/regressions/$t" -type f ! -name .keep)
