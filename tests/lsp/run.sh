@@ -13,7 +13,7 @@ if [ ! -d node_modules/vscode-languageserver-protocol ] || [ ! -d node_modules/v
 fi
 # Each test file runs in its own process; the summary is the runner's own.
 DDX="$ddx" node --test --test-reporter=spec --test-concurrency="${DDX_LSP_JOBS:-2}" \
-  protocol.test.js documents.test.js features.test.js config.test.js valgrind.test.js
+  protocol.test.js documents.test.js features.test.js config.test.js abuse.test.js valgrind.test.js
 node_rc=$?
 "$here/nvim_diag.sh" "$ddx" 2>&1 | grep -v '^#   [{/]'
 nvim_rc=${PIPESTATUS[0]}
