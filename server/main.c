@@ -42,6 +42,7 @@ static const char *const usage_text =
     "  rules list                list the catalog\n"
     "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
+    "  rules --literals          print every distinct prefilter literal (for rg -F -f)\n"
     "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
     "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
     "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable\n"
@@ -342,6 +343,23 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
       printf("%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity),
              ddx_role_name((int)r->role), r->priority, r->title);
     }
+  } else if (!strcmp(sub, "--literals")) {
+    /* every distinct prefilter literal, one per line (for rg -F -f) */
+    for (size_t i = 0; i < cat->nrules; i++)
+      for (size_t k = 0; k < cat->rules[i].nsigs; k++)
+        for (size_t l = 0; l < cat->rules[i].sigs[k].literals.n; l++) {
+          const char *lit = cat->rules[i].sigs[k].literals.v[l];
+          bool seen = false;
+          for (size_t j = 0; j <= i && !seen; j++)
+            for (size_t kk = 0; kk < cat->rules[j].nsigs && !seen; kk++) {
+              if (j == i && kk >= k) break;
+              for (size_t ll = 0; ll < cat->rules[j].sigs[kk].literals.n && !seen; ll++)
+                seen = !strcmp(cat->rules[j].sigs[kk].literals.v[ll], lit);
+            }
+          for (size_t ll = 0; ll < l && !seen; ll++)
+            seen = !strcmp(cat->rules[i].sigs[k].literals.v[ll], lit);
+          if (!seen) printf("%s\n", lit);
+        }
   } else if (!strcmp(sub, "--patterns")) {
     for (size_t i = 0; i < cat->nrules; i++)
       for (size_t k = 0; k < cat->rules[i].nsigs; k++)
