@@ -7,7 +7,6 @@
 
 #include "ddx/layout.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pcre2.h>
@@ -541,49 +540,8 @@ static int ends_with(const char *s, const char *suffix) {
   return a >= b && !strcmp(s + a - b, suffix);
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Collects rule file paths under path (sorted, for a stable catalog order). */
-static int collect_files(const char *path, ddx_vec_t *files, ddx_error_t *err, int depth) {
-  struct stat st;
-  if (stat(path, &st) != 0)
-    return ddx_error_set(err, DDX_EIO, "%s: cannot read rules: %s", path, strerror(errno));
-  if (S_ISREG(st.st_mode)) {
-    char **slot = ddx_vec_push(files);
-    if (!slot || !(*slot = strdup(path))) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-    return 0;
-  }
-  if (!S_ISDIR(st.st_mode) || depth > 8) return 0;
-  DIR *d = opendir(path);
-  if (!d) return ddx_error_set(err, DDX_EIO, "%s: cannot open folder: %s", path, strerror(errno));
-  ddx_vec_t names;
-  ddx_vec_init(&names, sizeof(char *));
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char **slot = ddx_vec_push(&names);
-    if (slot) *slot = strdup(de->d_name);
-  }
-  closedir(d);
-  if (names.len > 1) qsort(names.data, names.len, sizeof(char *), cmp_str);
-  int rc = 0;
-  for (size_t i = 0; i < names.len; i++) {
-    char *name = DDX_VEC_AT(&names, char *, i);
-    if (!rc) {
-      char full[4096];
-      snprintf(full, sizeof full, "%s/%s", path, name);
-      struct stat cst;
-      if (stat(full, &cst) == 0 && S_ISDIR(cst.st_mode))
-        rc = collect_files(full, files, err, depth + 1);
-      else if (ends_with(name, ".json") && !ends_with(name, ".schema.json"))
-        rc = collect_files(full, files, err, depth + 1);
-    }
-    free(name);
-  }
-  ddx_vec_free(&names);
-  return rc;
+static bool is_rule_file(const char *name) {
+  return ends_with(name, ".json") && !ends_with(name, ".schema.json");
 }
 
 static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
@@ -701,7 +659,7 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   ddx_vec_init(&files, sizeof(char *));
   int rc = 0;
   for (size_t i = 0; i < npaths && !rc; i++)
-    rc = collect_files(paths[i], &files, err, 0);
+    rc = ddx_list_files(paths[i], is_rule_file, &files, 100000, err);
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
   if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
   for (size_t i = 0; i < files.len && !rc; i++) {

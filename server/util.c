@@ -263,8 +263,8 @@ static int cmp_cstr(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_rec(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err, int depth,
-                    bool top) {
+static int list_rec(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, size_t max_files,
+                    ddx_error_t *err, int depth) {
   struct stat st;
   if (stat(path, &st) != 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
   if (!S_ISDIR(st.st_mode)) {
@@ -293,14 +293,18 @@ static int list_rec(const char *path, ddx_vec_t *out, size_t max_files, ddx_erro
       char full[4096];
       snprintf(full, sizeof full, "%s/%s", path, name);
       struct stat cst;
-      if (stat(full, &cst) == 0 && (S_ISDIR(cst.st_mode) || is_log_name(name)))
-        rc = list_rec(full, out, max_files, err, depth + 1, false);
+      if (stat(full, &cst) == 0 && (S_ISDIR(cst.st_mode) || want(name)))
+        rc = list_rec(full, want, out, max_files, err, depth + 1);
     }
     free(name);
   }
   ddx_vec_free(&names);
-  (void)top;
   return rc;
+}
+
+int ddx_list_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, size_t max_files,
+                   ddx_error_t *err) {
+  return list_rec(path, want, out, max_files, err, 0);
 }
 
 int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err) {
@@ -309,5 +313,5 @@ int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_erro
     if (!slot || !(*slot = strdup(path))) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
     return 0;
   }
-  return list_rec(path, out, max_files, err, 0, true);
+  return ddx_list_files(path, is_log_name, out, max_files, err);
 }

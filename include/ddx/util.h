@@ -64,9 +64,14 @@ void ddx_rankset_free(ddx_rankset_t *s);
 void ddx_rankset_format(const ddx_rankset_t *s, char *out, size_t cap);
 
 /* Appends path to out (a vector of malloc'd char*) when it is a file, or
- * every log-like file under it (*.log, *.out, *.err, *.txt, torchrun's
- * stdout/stderr, Slurm's slurm-*) in sorted order when it is a folder,
- * at most max_files in all. Returns 0, or DDX_EIO with err naming path. */
+ * the files under it whose name `want` accepts, in sorted order, when it
+ * is a folder (8 levels deep at most, at most max_files in all). Returns
+ * 0, or DDX_EIO with err naming the path that cannot be read. */
+typedef bool (*ddx_name_filter_fn)(const char *name);
+int ddx_list_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, size_t max_files,
+                   ddx_error_t *err);
+/* ddx_list_files for logs (*.log, *.out, *.err, *.txt, torchrun's
+ * stdout/stderr, Slurm's slurm-*); "-" (stdin) is passed through. */
 int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err);
 
 /* A growable NUL-terminated string; the holder frees s.s (or takes it). */
