@@ -27,12 +27,12 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS) 2>&1 | grep -v -E '^\[ *[0-9]+%\]' || true
+	@cmake --build $(BUILD) -j$(JOBS) >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
 	@test -x $(BUILD)/ddx
 
 build-asan: deps
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DDDX_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD_ASAN) -j$(JOBS) 2>&1 | grep -v -E '^\[ *[0-9]+%\]' || true
+	@cmake --build $(BUILD_ASAN) -j$(JOBS) >$(BUILD_ASAN)/build.log 2>&1 || { cat $(BUILD_ASAN)/build.log; exit 1; }
 	@test -x $(BUILD_ASAN)/ddx
 
 demo: build
