@@ -699,6 +699,23 @@ static json_t *lsp_cmd_explain(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call
   return v;
 }
 
+/* ddx.catalog: every failure class of the loaded catalog (extra rule
+ * folders included), for pickers and catalog views. */
+static json_t *lsp_cmd_catalog(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  (void)params;
+  if (!s->cat) return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "no catalog is loaded");
+  const ddx_catalog_t *cat = s->cat->cat;
+  json_t *arr = json_array();
+  for (size_t i = 0; i < cat->nrules; i++) {
+    const ddx_rule_t *r = &cat->rules[i];
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "id", r->id, "title",
+                                         r->title, "severity", ddx_severity_name((int)r->severity),
+                                         "role", ddx_role_name((int)r->role), "phase", r->phase,
+                                         "priority", r->priority));
+  }
+  return json_pack("{s:o}", "failures", arr);
+}
+
 json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   const char *cmd = json_string_value(json_object_get(params, "command"));
   json_t *args = json_object_get(params, "arguments");
@@ -708,6 +725,7 @@ json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_cal
   if (!strcmp(cmd, "ddx.diagnoseText")) return lsp_cmd_diagnose_text(s, params, call);
   if (!strcmp(cmd, "ddx.diagnoseFile")) return lsp_cmd_diagnose_file(s, params, call);
   if (!strcmp(cmd, "ddx.explain")) return lsp_cmd_explain(s, params, call);
+  if (!strcmp(cmd, "ddx.catalog")) return lsp_cmd_catalog(s, params, call);
   return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "unknown command %.200s", cmd);
 }
 

@@ -327,6 +327,35 @@ test('ddx.explain returns the catalog entry', async () => {
   assert.equal((await s.close()).code, 0);
 });
 
+test('ddx.catalog lists every failure class, extra rule folders included', async () => {
+  const extra = tmpdir();
+  fs.writeFileSync(path.join(extra, 'site.custom.json'), JSON.stringify({
+    id: 'site.custom', title: 'Our cluster quirk', phase: 'step', severity: 'error', role: 'cause', priority: 50,
+    signatures: [{ regex: 'QUIRK-42', literals: ['QUIRK-42'] }],
+    summary: 's', mechanism: 'm', fix: ['f'], samples: { positive: [{ text: 'QUIRK-42' }] },
+  }));
+  const s = new Session();
+  const init = await s.initialize();
+  assert.ok(init.capabilities.executeCommandProvider.commands.includes('ddx.catalog'));
+  const before = await s.request('workspace/executeCommand', { command: 'ddx.catalog', arguments: [] });
+  const ids = before.failures.map((f) => f.id);
+  assert.ok(ids.length >= 56 && ids.includes('ds.oom.activations') && ids.includes('train.hang'));
+  const oom = before.failures.find((f) => f.id === 'torch.oom.generic');
+  assert.equal(oom.severity, 'error');
+  assert.equal(oom.role, 'cause');
+  assert.ok(oom.title.length > 0);
+  s.notify('workspace/didChangeConfiguration', { settings: { ddx: { rules: { extraPaths: [extra] } } } });
+  let after;
+  for (let i = 0; i < 50; i++) {
+    after = await s.request('workspace/executeCommand', { command: 'ddx.catalog', arguments: [] });
+    if (after.failures.some((f) => f.id === 'site.custom')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(after.failures.some((f) => f.id === 'site.custom'));
+  assert.equal((await s.close()).code, 0);
+  fs.rmSync(extra, { recursive: true });
+});
+
 function bigLog(file, mb) {
   const fd = fs.openSync(file, 'w');
   const chunk = ('[2024-05-14 10:21:33,412] [INFO] [logging.py:96:log_dist] [Rank 3] step=17, skipped=0, lr=[1e-05]\n').repeat(10000);

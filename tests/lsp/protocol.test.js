@@ -13,7 +13,7 @@ test('initialize advertises the features and shutdown + exit ends with 0', async
   assert.equal(r.capabilities.textDocumentSync.change, 2);
   assert.equal(r.capabilities.hoverProvider, true);
   assert.deepEqual(r.capabilities.codeActionProvider.codeActionKinds, ['quickfix']);
-  assert.deepEqual(r.capabilities.executeCommandProvider.commands, ['ddx.diagnoseText', 'ddx.diagnoseFile', 'ddx.explain']);
+  assert.deepEqual(r.capabilities.executeCommandProvider.commands, ['ddx.diagnoseText', 'ddx.diagnoseFile', 'ddx.explain', 'ddx.catalog']);
   const { code } = await s.close();
   assert.equal(code, 0);
 });

@@ -12,7 +12,10 @@ if [ ! -d node_modules/vscode-languageserver-protocol ] || [ ! -d node_modules/v
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --silent; else npm install --no-audit --no-fund --silent; fi || exit 2
 fi
 # Each test file runs in its own process; the summary is the runner's own.
-DDX="$ddx" node --test --test-reporter=spec --test-concurrency="${DDX_LSP_JOBS:-2}" \
+# A failing test can leave a server's pipes open and keep node waiting:
+# every test has a time limit and the whole run a hard one.
+DDX="$ddx" timeout -k 10 1200 node --test --test-reporter=spec --test-timeout=240000 \
+  --test-concurrency="${DDX_LSP_JOBS:-2}" \
   protocol.test.js documents.test.js features.test.js config.test.js abuse.test.js valgrind.test.js
 node_rc=$?
 "$here/nvim_diag.sh" "$ddx" 2>&1 | grep -v '^#   [{/]'
