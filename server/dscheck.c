@@ -355,22 +355,12 @@ int ddx_dscheck_load_text(ddx_dscheck_t **out, const char *json, size_t len, ddx
 
 int ddx_dscheck_load(ddx_dscheck_t **out, const char *path, ddx_error_t *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  char buf[16384];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    ddx_sb_putn(&b, buf, n);
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad || !b.s) {
-    ddx_sb_free(&b);
-    return ddx_error_set(err, DDX_EIO, "%s: cannot read", path);
-  }
-  int rc = ddx_dscheck_load_text(out, b.s, b.len, err);
-  ddx_sb_free(&b);
+  char *text;
+  size_t len;
+  int rc = ddx_read_file(path, &text, &len, err);
+  if (rc) return rc;
+  rc = ddx_dscheck_load_text(out, text, len, err);
+  free(text);
   if (rc && err) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);

@@ -618,27 +618,6 @@ static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text,
   return rc;
 }
 
-static int read_file(const char *path, char **text, size_t *len, ddx_error_t *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    ddx_sb_putn(&b, chunk, n);
-  bool bad = ferror(f);
-  fclose(f);
-  *len = b.len;
-  *text = ddx_sb_take(&b);
-  if (bad || !*text) {
-    free(*text);
-    *text = NULL;
-    return ddx_error_set(err, DDX_EIO, "%s: cannot read", path);
-  }
-  return 0;
-}
-
 static int finish_catalog(ddx_catalog_t *cat, int rc, ddx_catalog_t **out, ddx_error_t *err) {
   if (!rc) rc = build_prefilter(cat, err);
   if (rc) {
@@ -666,7 +645,7 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
     const char *file = DDX_VEC_AT(&files, char *, i);
     char *text = NULL;
     size_t len = 0;
-    rc = read_file(file, &text, &len, err);
+    rc = ddx_read_file(file, &text, &len, err);
     if (!rc) rc = add_rule_text(cat, file, text, len, err);
     free(text);
   }

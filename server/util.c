@@ -315,3 +315,27 @@ int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_erro
   }
   return ddx_list_files(path, is_log_name, out, max_files, err);
 }
+
+int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err) {
+  *text = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    ddx_sb_putn(&b, chunk, n);
+  bool bad = ferror(f);
+  fclose(f);
+  *len = b.len;
+  *text = ddx_sb_take(&b);
+  if (bad || !*text) {
+    free(*text);
+    *text = NULL;
+    *len = 0;
+    return ddx_error_set(err, DDX_EIO, "%s: cannot read", path);
+  }
+  return 0;
+}
