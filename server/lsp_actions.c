@@ -158,9 +158,7 @@ static int lsp_cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* JSON files in dir and its direct subfolders (hidden folders and
- * node_modules skipped), sorted, at most LSP_CFG_MAX_FILES. */
-static void lsp_list_json(const char *dir, int depth, char ***v, size_t *n) {
+static void lsp_list_json_rec(const char *dir, int depth, char ***v, size_t *n) {
   DIR *dp = opendir(dir);
   if (!dp) return;
   struct dirent *e;
@@ -172,7 +170,7 @@ static void lsp_list_json(const char *dir, int depth, char ***v, size_t *n) {
     snprintf(full, len, "%s/%s", dir, e->d_name);
     struct stat st;
     if (stat(full, &st) == 0 && S_ISDIR(st.st_mode) && depth == 0) {
-      lsp_list_json(full, 1, v, n);
+      lsp_list_json_rec(full, 1, v, n);
       free(full);
     } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && strlen(e->d_name) > 5 &&
                !strcasecmp(e->d_name + strlen(e->d_name) - 5, ".json")) {
@@ -188,6 +186,13 @@ static void lsp_list_json(const char *dir, int depth, char ***v, size_t *n) {
     }
   }
   closedir(dp);
+}
+
+/* JSON files in dir and its direct subfolders (hidden folders and
+ * node_modules skipped), sorted, at most LSP_CFG_MAX_FILES. */
+static void lsp_list_json(const char *dir, char ***v, size_t *n) {
+  lsp_list_json_rec(dir, 0, v, n);
+  if (*n) qsort(*v, *n, sizeof **v, lsp_cmp_str);
 }
 
 /* Paths the log names as its DeepSpeed config: launcher flags, HF
@@ -270,8 +275,7 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
     for (size_t f = 0; f < s->nfolders; f++) {
       char **v = NULL;
       size_t n = 0;
-      lsp_list_json(s->folders[f], 0, &v, &n);
-      if (n) qsort(v, n, sizeof *v, lsp_cmp_str);
+      lsp_list_json(s->folders[f], &v, &n);
       bool found = false;
       for (size_t k = 0; k < n; k++) {
         if (!found && !strcmp(ddx_lsp_basename(v[k]), base))
@@ -287,8 +291,7 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
   for (size_t f = 0; printed && f < s->nfolders; f++) {
     char **v = NULL;
     size_t n = 0;
-    lsp_list_json(s->folders[f], 0, &v, &n);
-    if (n) qsort(v, n, sizeof *v, lsp_cmp_str);
+    lsp_list_json(s->folders[f], &v, &n);
     bool found = false;
     for (size_t k = 0; k < n; k++) {
       if (!found) {
@@ -307,8 +310,7 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
     for (size_t f = 0; f < s->nfolders; f++) {
       char **v = NULL;
       size_t n = 0;
-      lsp_list_json(s->folders[f], 0, &v, &n);
-      if (n) qsort(v, n, sizeof *v, lsp_cmp_str);
+      lsp_list_json(s->folders[f], &v, &n);
       bool found = false;
       for (size_t k = 0; k < n; k++) {
         bool by_name = lsp_name_is_ds(ddx_lsp_basename(v[k]));
