@@ -349,27 +349,33 @@ static void lsp_progress_end(ddx_lsp_server_t *s, ddx_lsp_job_t *j, const char *
   j->progress = 4;
 }
 
+/* Sends begin (as soon as the token is usable, so that even a job that
+ * ends before the first tick shows begin and end) or a report. */
+static void lsp_progress_step(ddx_lsp_server_t *s, ddx_lsp_job_t *j) {
+  unsigned long long done = atomic_load(&j->done);
+  int pct = j->total ? (int)(done * 100 / j->total) : 0;
+  if (pct > 100) pct = 100;
+  char msg[128];
+  snprintf(msg, sizeof msg, "%.1f of %.1f MB", (double)done / 1e6, (double)j->total / 1e6);
+  if (j->progress == 2) {
+    lsp_progress_send(s, j,
+                      json_pack("{s:s, s:s, s:b, s:s, s:i}", "kind", "begin", "title", j->title,
+                                "cancellable", j->req_id != NULL, "message", msg, "percentage",
+                                pct));
+    j->progress = 3;
+  } else if (j->progress == 3) {
+    lsp_progress_send(
+        s, j, json_pack("{s:s, s:s, s:i}", "kind", "report", "message", msg, "percentage", pct));
+  }
+}
+
 void ddx_lsp_progress_tick(ddx_lsp_server_t *s) {
   bool any = false;
   for (ddx_lsp_job_t *j = s->jobs; j; j = j->next) {
     if (j->progress == 1) any = true;
     if (j->progress != 2 && j->progress != 3) continue;
     any = true;
-    unsigned long long done = atomic_load(&j->done);
-    int pct = j->total ? (int)(done * 100 / j->total) : 0;
-    if (pct > 100) pct = 100;
-    char msg[128];
-    snprintf(msg, sizeof msg, "%.1f of %.1f MB", (double)done / 1e6, (double)j->total / 1e6);
-    if (j->progress == 2) {
-      lsp_progress_send(s, j,
-                        json_pack("{s:s, s:s, s:b, s:s, s:i}", "kind", "begin", "title", j->title,
-                                  "cancellable", j->req_id != NULL, "message", msg, "percentage",
-                                  pct));
-      j->progress = 3;
-    } else {
-      lsp_progress_send(
-          s, j, json_pack("{s:s, s:s, s:i}", "kind", "report", "message", msg, "percentage", pct));
-    }
+    lsp_progress_step(s, j);
   }
   if (!any && s->progress_timer_on) uv_timer_stop(&s->progress_timer);
 }
@@ -385,6 +391,7 @@ static void lsp_progress_want(ddx_lsp_server_t *s, ddx_lsp_job_t *j, json_t *tok
   if (token && (json_is_string(token) || json_is_integer(token))) {
     j->token = json_incref(token);
     j->progress = 2;
+    lsp_progress_step(s, j);
   } else if (s->cap_progress) {
     char buf[64];
     snprintf(buf, sizeof buf, "ddx-%lld", (long long)++s->next_token);
@@ -406,7 +413,10 @@ static void lsp_progress_want(ddx_lsp_server_t *s, ddx_lsp_job_t *j, json_t *tok
 
 void ddx_lsp_progress_response(ddx_lsp_server_t *s, int64_t id, bool ok) {
   for (ddx_lsp_job_t *j = s->jobs; j; j = j->next)
-    if (j->progress == 1 && j->create_id == id) j->progress = ok ? 2 : 0;
+    if (j->progress == 1 && j->create_id == id) {
+      j->progress = ok ? 2 : 0;
+      if (ok) lsp_progress_step(s, j);
+    }
 }
 
 /* window/workDoneProgress/cancel: the user pressed Cancel. */
