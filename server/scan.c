@@ -7,11 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 typedef struct cand {
   size_t pos;
   uint32_t lit;
 } cand_t;
+
+/* A candidate of an anchor-last rule past its storage cap, evaluated after
+ * the block's other candidates, newest first (see ddx_rank_progress_t). */
+typedef struct deferred {
+  size_t ls, le; /* the line (or window) in the block */
+  uint64_t line;
+  const ddx_literal_ref_t *ref;
+} deferred_t;
 
 #define MAX_REFS_PER_LINE 128
 #define LONG_LINE_LEAD 1024 /* bytes kept before a literal in an overlong line */
@@ -26,6 +37,7 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   ddx_vec_init(&s->inputs, sizeof(ddx_scan_input_t));
   ddx_vec_init(&s->frames, sizeof(ddx_frame_t));
   ddx_vec_init(&s->cands, sizeof(cand_t));
+  ddx_vec_init(&s->deferred, sizeof(deferred_t));
   s->buf = malloc(DDX_SCAN_BUF);
   s->norm = malloc(DDX_LINE_MAX + 1);
   s->rule_hits = calloc(cat->nrules + 1, sizeof *s->rule_hits);
@@ -60,6 +72,7 @@ void ddx_scan_free(ddx_scan_t *s) {
     free(s->progress[r].line);
     free(s->progress[r].ts);
     free(s->progress[r].input);
+    free(s->progress[r].block);
   }
   free(s->progress);
   free(s->layout);
@@ -68,6 +81,7 @@ void ddx_scan_free(ddx_scan_t *s) {
   ddx_vec_free(&s->inputs);
   ddx_vec_free(&s->frames);
   ddx_vec_free(&s->cands);
+  ddx_vec_free(&s->deferred);
   ddx_arena_free(&s->arena);
   memset(s, 0, sizeof *s);
 }
@@ -121,6 +135,44 @@ static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len)
     if (at + 1 >= len || buf[at + 1] != '\n') n++; /* a bare \r; \r\n counts at the \n */
   }
   return n;
+}
+
+/* The first line terminator (\n or \r) in buf[from..end), or end. */
+static size_t next_term(const char *buf, size_t from, size_t end) {
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  for (; from + 16 <= end; from += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(buf + from));
+    unsigned m =
+        (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)));
+    if (m) return from + (unsigned)__builtin_ctz(m);
+  }
+#endif
+  while (from < end && buf[from] != '\n' && buf[from] != '\r')
+    from++;
+  return from;
+}
+
+/* Sorts a block's candidates by position. The prefilter reports them
+ * nearly in order (its strided pass, then the short-literal pass), so an
+ * insertion sort is linear in practice; one that keeps moving falls back
+ * to qsort, so that no input makes it quadratic. */
+static void sort_cands(cand_t *cs, size_t n) {
+  size_t moves = 0, limit = 8 * n + 4096;
+  for (size_t i = 1; i < n; i++) {
+    cand_t x = cs[i];
+    size_t j = i;
+    while (j > 0 && cmp_cand(&x, &cs[j - 1]) < 0) {
+      if (++moves > limit) {
+        cs[j] = x;
+        qsort(cs, n, sizeof *cs, cmp_cand);
+        return;
+      }
+      cs[j] = cs[j - 1];
+      j--;
+    }
+    cs[j] = x;
+  }
 }
 
 static size_t line_start_of(const char *buf, size_t pos) {
@@ -197,11 +249,15 @@ int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t 
     int64_t *t = l ? realloc(pr->ts, n * sizeof *t) : NULL;
     if (t) pr->ts = t;
     uint32_t *in = t ? realloc(pr->input, n * sizeof *in) : NULL;
-    if (!in) return DDX_ENOMEM;
-    pr->input = in;
+    if (in) pr->input = in;
+    uint32_t *bl = in ? realloc(pr->block, n * sizeof *bl) : NULL;
+    if (!bl) return DDX_ENOMEM;
+    pr->block = bl;
     memset(pr->line + pr->n, 0, (n - pr->n) * sizeof *pr->line);
+    memset(pr->block + pr->n, 0, (n - pr->n) * sizeof *pr->block);
     pr->n = n;
   }
+  if (!pr->line[rank]) pr->known++;
   pr->line[rank] = line;
   pr->ts[rank] = meta->ts_ms;
   pr->input[rank] = input;
@@ -369,16 +425,124 @@ static int same_ref(const ddx_literal_ref_t *a, const ddx_literal_ref_t *b) {
   return a->rule == b->rule && a->pattern == b->pattern && a->is_ctx == b->is_ctx;
 }
 
+/* Whether a candidate waits for the block's backward pass: a signature of
+ * an anchor-last rule that has stored all the hits it may. */
+static bool is_deferred(const ddx_scan_t *s, const ddx_literal_ref_t *r) {
+  return !r->is_ctx && r->rule != DDX_BUILTIN_RULE && s->cat->rules[r->rule].anchor_last &&
+         s->rule_stored[r->rule] >= DDX_SCAN_MAX_HITS_PER_RULE;
+}
+
+/* Whether pattern p has a capture named name. */
+static bool has_capture(const ddx_pattern_t *p, const char *name) {
+  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++)
+    if (p->capture_names[g] && !strcmp(p->capture_names[g], name)) return true;
+  return false;
+}
+
+/* The backward pass over a block's deferred candidates (see
+ * ddx_rank_progress_t): newest first, each rule stops once its newest
+ * event and the newest event of every rank it knows are found. */
+static int eval_deferred(ddx_scan_t *s) {
+  const deferred_t *ds = s->deferred.data;
+  size_t nd = s->deferred.len, open = 0;
+  /* per rule: 0 untouched, 1 searching, 2 newest found, 3 done */
+  uint8_t *state = calloc(s->cat->nrules, 1);
+  if (!state) return DDX_ENOMEM;
+  for (size_t i = 0; i < nd; i++)
+    if (!state[ds[i].ref->rule]) {
+      state[ds[i].ref->rule] = 1;
+      open++;
+    }
+  size_t *done = calloc(s->cat->nrules, sizeof *done); /* ranks found, per rule */
+  if (!done) {
+    free(state);
+    return DDX_ENOMEM;
+  }
+  size_t ov[2 * MAX_CAPS], norm_ls = (size_t)-1, tlen = 0;
+  ddx_line_meta_t meta;
+  int rc = 0;
+  for (size_t i = nd; i-- > 0 && !rc;) {
+    const deferred_t *d = &ds[i];
+    uint32_t rule = d->ref->rule;
+    ddx_rank_progress_t *pr = &s->progress[rule];
+    if (state[rule] == 3) {
+      s->rule_hits[rule]++; /* skipped: counted as an event */
+      continue;
+    }
+    if (!open) break;
+    if (norm_ls != d->ls) {
+      meta = ((const ddx_scan_input_t *)s->inputs.data)[s->cur].defaults;
+      tlen = ddx_line_normalize(s->buf + d->ls, d->le - d->ls, s->norm, DDX_LINE_MAX + 1, &meta);
+      ddx_layout_note_host(s->layout, meta.host);
+      ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
+      norm_ls = d->ls;
+    }
+    const ddx_pattern_t *p = ref_pattern(s->cat, d->ref);
+    bool rank_done = meta.rank >= 0 && (size_t)meta.rank < pr->n && pr->block &&
+                     pr->block[meta.rank] == s->block;
+    bool need = state[rule] == 1 || (meta.rank >= 0 ? !rank_done : has_capture(p, "rank"));
+    if (!need) {
+      s->rule_hits[rule]++;
+      continue;
+    }
+    int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);
+    if (m < 0) {
+      s->regex_errors++;
+      s->rule_regex_errors[rule]++;
+    }
+    if (m > 0) {
+      s->rule_hits[rule]++;
+      int64_t rank = meta.rank >= 0 ? meta.rank : capture_int(p, s->norm, ov, "rank");
+      bool fresh = rank >= 0 && !((size_t)rank < pr->n && pr->block[rank] == s->block);
+      if (fresh) {
+        rc = ddx_scan_note_progress(s, rule, rank, d->line, s->cur, &meta);
+        if (!rc && (size_t)rank < pr->n) {
+          pr->block[rank] = s->block;
+          done[rule]++;
+        }
+      }
+      if (state[rule] == 1) {
+        ddx_pending_t *pd = &s->pending[rule];
+        size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
+        if (!pd->text && !(pd->text = malloc(DDX_SCAN_TEXT_MAX + 1))) rc = DDX_ENOMEM;
+        if (!rc) {
+          memcpy(pd->text, s->norm, keep);
+          pd->text[keep] = 0;
+          pd->len = keep;
+          pd->active = true;
+          pd->hit = (ddx_hit_t){.rule = rule,
+                                .pattern = d->ref->pattern,
+                                .input = s->cur,
+                                .line = d->line,
+                                .offset = s->base + d->ls,
+                                .column = (uint32_t)(ov[0] + 1),
+                                .meta = meta};
+          state[rule] = 2;
+        }
+      }
+    }
+    if (state[rule] == 2 && done[rule] >= pr->known) {
+      state[rule] = 3;
+      open--;
+    }
+  }
+  free(state);
+  free(done);
+  return rc;
+}
+
 /* Processes buf[0..end): every line in it is complete (end is just past a
  * terminator, or the input ended). */
 static int process(ddx_scan_t *s, size_t end) {
   int rc;
   s->cands.len = 0;
+  s->deferred.len = 0;
+  s->block++;
   rc = ddx_prefilter_scan(s->cat->prefilter, s->buf, end, collect_cb, s);
   if (rc) return rc;
   cand_t *cs = s->cands.data;
   size_t nc = s->cands.len;
-  if (nc > 1) qsort(cs, nc, sizeof *cs, cmp_cand);
+  if (nc > 1) sort_cands(cs, nc);
   if (nc == 0) {
     s->line_no += count_terms(s->buf, s->count_pos, end, end);
     s->count_pos = end;
@@ -388,37 +552,48 @@ static int process(ddx_scan_t *s, size_t end) {
   /* A group is the candidates of one line; in a line longer than the
    * normaliser's cap, a window of DDX_LINE_MAX bytes that starts a little
    * before its first candidate (so text at the end of a 50 MB line is
-   * still matched). */
+   * still matched). Lines are walked forward once: lpos starts the line
+   * numbered s->line_no, tpos is its terminator (or end). */
   size_t nrefs = 0, cur_true = (size_t)-1, cur_ls = 0, cur_le = 0;
+  size_t lpos = s->count_pos, tpos = next_term(s->buf, lpos, end);
   uint64_t cur_line = 0;
   for (size_t i = 0; i <= nc; i++) {
     size_t pos = i < nc ? cs[i].pos : 0;
-    size_t ls = i < nc ? line_start_of(s->buf, pos) : (size_t)-1;
+    while (i < nc && tpos < pos) {
+      size_t nx = tpos + 1;
+      if (s->buf[tpos] == '\r' && nx < end && s->buf[nx] == '\n') nx++;
+      s->line_no++;
+      lpos = nx;
+      tpos = next_term(s->buf, lpos, end);
+    }
+    size_t ls = i < nc ? lpos : (size_t)-1;
     bool same = i < nc && ls == cur_true && pos + LONG_LINE_TAIL < cur_ls + DDX_LINE_MAX;
     if (!same) {
       if (nrefs && (rc = eval_line(s, cur_ls, cur_le, cur_line, refs, nrefs))) return rc;
       nrefs = 0;
       if (i == nc) break;
-      if (ls != cur_true) {
-        s->line_no += count_terms(s->buf, s->count_pos, ls, end);
-        s->count_pos = ls;
-      }
       cur_true = ls;
       cur_line = s->line_no;
       cur_ls = pos - ls > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : ls;
-      cur_le = line_end_of(s->buf, pos, end);
+      cur_le = tpos;
       if (cur_le - cur_ls > DDX_LINE_MAX) cur_le = cur_ls + DDX_LINE_MAX;
     }
     const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
+    if (is_deferred(s, r)) {
+      deferred_t *d = ddx_vec_push(&s->deferred);
+      if (!d) return DDX_ENOMEM;
+      *d = (deferred_t){cur_ls, cur_le, cur_line, r};
+      continue;
+    }
     int dup = 0;
     for (size_t k = 0; k < nrefs && !dup; k++)
       dup = same_ref(refs[k], r);
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
     if (s->cancel && *s->cancel) return DDX_EINVAL;
   }
-  s->line_no += count_terms(s->buf, s->count_pos, end, end);
+  s->line_no += count_terms(s->buf, lpos, end, end);
   s->count_pos = end;
-  return 0;
+  return s->deferred.len ? eval_deferred(s) : 0;
 }
 
 /* Finds the end of the last complete line in buf[0..len). A trailing \r is

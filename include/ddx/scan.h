@@ -66,12 +66,23 @@ typedef struct ddx_scan_input {
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the
- * line and time of its latest event, indexed by global rank. */
+ * line and time of its latest event, indexed by global rank.
+ *
+ * Progress lines are most of a training log, so once a rule has stored
+ * DDX_SCAN_MAX_HITS_PER_RULE hits its candidates in each block are read
+ * from the block's end backwards, and the rest of the block is skipped as
+ * soon as the rule's newest event and the newest event of every rank
+ * already known to make progress are found; skipped candidates count as
+ * events. A rank whose first progress event falls in a skipped stretch is
+ * seen at its next event. */
 typedef struct ddx_rank_progress {
   uint64_t *line; /* 0: never seen */
   int64_t *ts;
   uint32_t *input;
-  size_t n; /* ranks 0..n-1 */
+  uint32_t *block; /* scan bookkeeping: the block in which the rank's newest
+                      event was last taken (see ddx_scan_t.block) */
+  size_t n;        /* ranks 0..n-1 */
+  size_t known;    /* ranks with line != 0 */
 } ddx_rank_progress_t;
 
 /* The newest hit of an anchor-last rule past the storage cap. */
@@ -112,6 +123,8 @@ typedef struct ddx_scan {
   char *norm;
   char *raw;                  /* a raw layout line, NUL-terminated (allocated on first use) */
   ddx_vec_t cands;            /* candidate (pos, literal) pairs of one buffer */
+  ddx_vec_t deferred;         /* progress candidates past the cap, one block */
+  uint32_t block;             /* number of the block being processed (from 1) */
   volatile const int *cancel; /* optional: non-zero stops the scan */
 } ddx_scan_t;
 

@@ -289,6 +289,44 @@ static void test_roles(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+/* Past the storage cap, progress candidates are read backwards per block
+ * and most are skipped: every rank's newest event and the newest hit must
+ * still be exact, wherever in a block a rank stops. */
+static void test_progress_past_cap(const ddx_catalog_t *cat) {
+  const ddx_rule_t *hang = ddx_catalog_find(cat, "t.hang");
+  CHECK(hang != NULL);
+  if (!hang) return;
+  for (int stop_frac = 1; stop_frac <= 3; stop_frac++) {
+    ddx_sb_t b;
+    ddx_sb_init(&b);
+    uint64_t want[8] = {0}, line = 0;
+    int steps = 3000, stop_at = steps * stop_frac / 4 + stop_frac * 7;
+    for (int st = 1; st <= steps; st++)
+      for (int rk = 0; rk < 8; rk++) {
+        if (rk == 5 && st > stop_at) continue;
+        /* padding lines keep the blocks busy between progress lines */
+        ddx_sb_printf(&b, "[rank%d]: noise noise noise noise noise noise noise noise noise\n", rk);
+        line++;
+        ddx_sb_printf(&b, "[rank%d]: step=%d\n", rk, st);
+        want[rk] = ++line;
+      }
+    result_t r;
+    run_pieces(&r, cat, b.s, 65536);
+    const ddx_rank_progress_t *pr = &r.scan.progress[hang->index];
+    CHECK(pr->n >= 8);
+    for (int rk = 0; rk < 8 && pr->n >= 8; rk++)
+      CHECK_EQ_INT(pr->line[rk], want[rk]);
+    CHECK_EQ_STR(primary(&r), "t.hang");
+    CHECK_EQ_INT(r.d.incidents[0].rank, 5);
+    CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "step"), "3000"));
+    CHECK_EQ_INT(r.d.incidents[0].hit->line, want[7]);
+    /* every progress line counts, evaluated or skipped */
+    CHECK_EQ_INT(r.scan.rule_hits[hang->index], (uint64_t)(steps * 7 + stop_at));
+    done(&r);
+    ddx_sb_free(&b);
+  }
+}
+
 static void test_straggler_inference(const ddx_catalog_t *cat) {
   result_t r;
   /* Ranks 0-3 and 5-7 wait; rank 4 never reports: the suspect. */
@@ -469,6 +507,7 @@ int main(void) {
   test_priority_context_conditions(cat);
   test_roles(cat);
   test_traceback_reassembly(cat);
+  test_progress_past_cap(cat);
   test_straggler_inference(cat);
   test_layout(cat);
   test_path_meta();
