@@ -1,15 +1,23 @@
 /* prefilter.c - literal prefilter (see ddx/prefilter.h).
  *
- * Long literals (7+ bytes) are found with a strided hash filter: each is
- * indexed by STRIDE consecutive 4-byte windows (the run of its rarest byte
- * pairs), so that whatever its alignment one of them starts at a multiple
- * of STRIDE. The scan therefore hashes only every STRIDE-th 4-byte window
- * of the buffer and tests one bit of a 32 KiB bitmap that stays in L1;
- * only on a set bit does it walk the bucket, compare the window word, then
- * the literal's first 8 bytes as one masked word, then the rest.
+ * Literals of 7+ bytes are found with a strided hash filter: each is
+ * indexed by STRIDE consecutive windows (the run whose most common window
+ * is rarest, by real-log byte-pair frequencies), so that whatever its
+ * alignment one of them starts at a multiple of STRIDE; the scan hashes
+ * only every STRIDE-th position. Two levels share the pass:
+ *   - wide: literals of 11+ bytes, by 8-byte windows. An 8-byte window of
+ *     a literal rarely occurs in text except in the literal itself, so a
+ *     set bit is nearly always a real candidate;
+ *   - narrow: literals of 7-10 bytes, by 4-byte windows, with a second
+ *     level of 8 bytes around the window where the literal pins them.
+ * A set bit leads by its rank (buckets packed in hash order, so the few
+ * bytes a hit touches stay in cache) to the entries of that hash: the
+ * window is compared, then the literal's first 8 bytes as one masked
+ * word, then the rest. With AVX2 (checked at run time) eight positions
+ * are hashed at once and looked up with gathers.
  * Short literals (2-6 bytes) are few; a second pass finds the byte pair
- * each is indexed by, 16 bytes at a time with SSE2 when there are at most
- * SHORT_SIMD_PAIRS distinct pairs, else with a 64 Kibit pair bitmap.
+ * each is indexed by, 32 or 16 bytes at a time (AVX2, SSE2) when there
+ * are at most SHORT_SIMD_PAIRS distinct pairs, else with a pair bitmap.
  * Memory is fixed and nothing is allocated while scanning. */
 #include "ddx/prefilter.h"
 
@@ -21,42 +29,58 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PF_AVX2 1 /* AVX2 paths, chosen at run time */
+#include <immintrin.h>
+#endif
 
-#define HASH_BITS 18
+#define HASH_BITS 20
 #define HASH_SIZE (1u << HASH_BITS)
 
-#define STRIDE 4                  /* bytes between tested windows */
-#define LONG_MIN (4 + STRIDE - 1) /* shortest literal with STRIDE windows */
-#define SHORT_SIMD_PAIRS 16       /* most distinct short-literal pairs for SSE2 */
+#define STRIDE 4                  /* bytes between tested positions */
+#define LONG_MIN (4 + STRIDE - 1) /* shortest literal of the narrow level */
+#define WIDE_MIN (8 + STRIDE - 1) /* shortest literal of the wide level */
+#define KEY_BITS 16               /* narrow level: bitmaps of 8-byte keys */
+#define SHORT_SIMD_PAIRS 16       /* most distinct short-literal pairs for SIMD */
 
 typedef struct pf_lit {
   const char *bytes; /* owned copy */
   uint32_t len;
-  uint32_t anchor;     /* long: first of the STRIDE windows; short: the pair */
+  uint32_t anchor;     /* strided: first window of the run; short: the pair */
   uint64_t head, mask; /* the first min(len, 8) bytes, as a masked word */
   int32_t next;        /* short literals: next with the same pair, -1 ends */
 } pf_lit_t;
 
-/* One indexed window of a long literal. */
+/* One indexed window of a literal. */
 typedef struct pf_entry {
-  uint32_t word; /* the 4 window bytes */
-  uint32_t off;  /* offset of the window inside the literal */
-  uint32_t lit;
-  int32_t next; /* next entry in the same bucket, -1 ends */
+  uint64_t key;        /* the window's bytes (4 or 8) */
+  uint32_t off;        /* offset of the window inside the literal */
+  uint32_t lit, len;   /* the literal and its length */
+  uint64_t head, mask; /* the literal's first bytes (pf_lit_t) */
 } pf_entry_t;
+
+/* One strided filter level. */
+typedef struct pf_level {
+  uint64_t bitmap[HASH_SIZE / 64]; /* hash present */
+  uint32_t rank[HASH_SIZE / 64];   /* set bits before each bitmap word */
+  uint32_t *first;                 /* per set bit (by rank): its first entry */
+  pf_entry_t *entries;             /* in hash order */
+  size_t n;
+} pf_level_t;
 
 struct ddx_prefilter {
   pf_lit_t *lits;
   size_t n, cap;
-  pf_entry_t *entries; /* STRIDE per long literal */
-  size_t nentries;
-  int32_t *bucket;                 /* HASH_SIZE heads, -1 empty */
-  uint64_t bitmap[HASH_SIZE / 64]; /* hash present */
-  int32_t *pair_bucket;            /* 65536 heads (short literals) */
+  pf_level_t wide, narrow;
+  uint64_t direct[HASH_SIZE / 64];            /* narrow hash with no 8-byte key */
+  uint64_t key_after[(1u << KEY_BITS) / 64];  /* window + the 4 bytes after */
+  uint64_t key_before[(1u << KEY_BITS) / 64]; /* the 4 bytes before + window */
+  int32_t *pair_bucket;                       /* 65536 heads (short literals) */
   uint64_t pair_bitmap[1024];
   uint16_t pairs[SHORT_SIMD_PAIRS]; /* distinct short pairs, when few */
   size_t npairs;                    /* 0: none; > SHORT_SIMD_PAIRS: bitmap pass */
   int built;
+  bool avx2;                /* the CPU has AVX2 (checked once, at build) */
   struct pf_pairfreq *freq; /* only while literals are added */
 };
 
@@ -92,6 +116,30 @@ static inline uint32_t hash32(uint32_t w) {
   return (w * 0x9E3779B1u) >> (32 - HASH_BITS);
 }
 
+/* The hash of an 8-byte window from its two halves (32-bit products, as
+ * the AVX2 path computes it). */
+static inline uint32_t hash_wide(uint32_t lo, uint32_t hi) {
+  return ((lo * 0x9E3779B1u) ^ (hi * 0x85EBCA77u)) >> (32 - HASH_BITS);
+}
+
+/* Set bits of x (SWAR: no libgcc call on CPUs without popcnt). */
+static inline uint32_t popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+static inline uint64_t load64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+static inline uint32_t hash64(uint64_t w) {
+  return (uint32_t)((w * 0x9E3779B97F4A7C15ull) >> (64 - KEY_BITS));
+}
+
 double ddx_prefilter_literal_cost(const char *lit, size_t len) {
   if (len < 2) return 1e9;
   static const size_t w = 4;
@@ -120,8 +168,10 @@ void ddx_prefilter_free(ddx_prefilter_t *pf) {
   for (size_t i = 0; i < pf->n; i++)
     free((void *)pf->lits[i].bytes);
   free(pf->lits);
-  free(pf->entries);
-  free(pf->bucket);
+  free(pf->wide.entries);
+  free(pf->wide.first);
+  free(pf->narrow.entries);
+  free(pf->narrow.first);
   free(pf->pair_bucket);
   free(pf->freq);
   free(pf);
@@ -147,21 +197,27 @@ int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
     }
     pf_pairfreq_init(pf->freq);
   }
-  /* The anchor: for a long literal the run of STRIDE windows of 4 bytes,
-   * for a short one the byte pair, made of the rarest byte pairs (by real
-   * log frequencies) so that it occurs least often. */
+  /* The anchor: for a strided literal the run of STRIDE windows whose most
+   * common window is rarest (each window lets its own occurrences through;
+   * the sum breaks ties), for a short one the byte pair. */
   const unsigned char *u = (const unsigned char *)lit;
-  bool is_long = len >= LONG_MIN;
-  size_t span = is_long ? 4 + STRIDE - 1 : 2;
+  size_t win = len >= WIDE_MIN ? 8 : len >= LONG_MIN ? 4 : 2;
+  size_t span = win == 2 ? 2 : win + STRIDE - 1;
   uint32_t anchor = 0;
   unsigned best = ~0u;
   for (size_t i = 0; i + span <= len; i++) {
-    unsigned c = 0;
-    if (is_long)
-      for (size_t k = 0; k < STRIDE; k++)
-        c += pf_window_cost(pf->freq, u + i + k, 4);
-    else
+    unsigned c;
+    if (win == 2) {
       c = pf_window_cost(pf->freq, u + i, 2);
+    } else {
+      unsigned mx = 0, sum = 0;
+      for (size_t k = 0; k < STRIDE; k++) {
+        unsigned wc = pf_window_cost(pf->freq, u + i + k, win);
+        sum += wc;
+        if (wc > mx) mx = wc;
+      }
+      c = mx * 8 + sum;
+    }
     if (c < best) {
       best = c;
       anchor = (uint32_t)i;
@@ -231,78 +287,174 @@ static int pf_cover_short(ddx_prefilter_t *pf) {
   return 0;
 }
 
+static uint32_t entry_hash(const pf_entry_t *e, bool wide) {
+  return wide ? hash_wide((uint32_t)e->key, (uint32_t)(e->key >> 32)) : hash32((uint32_t)e->key);
+}
+
+static int entry_cmp_wide(const void *a, const void *b) {
+  const pf_entry_t *x = a, *y = b;
+  uint32_t hx = entry_hash(x, true), hy = entry_hash(y, true);
+  if (hx != hy) return hx < hy ? -1 : 1;
+  return x->lit != y->lit ? (x->lit < y->lit ? -1 : 1) : (x->off > y->off) - (x->off < y->off);
+}
+
+static int entry_cmp_narrow(const void *a, const void *b) {
+  const pf_entry_t *x = a, *y = b;
+  uint32_t hx = entry_hash(x, false), hy = entry_hash(y, false);
+  if (hx != hy) return hx < hy ? -1 : 1;
+  return x->lit != y->lit ? (x->lit < y->lit ? -1 : 1) : (x->off > y->off) - (x->off < y->off);
+}
+
+/* Packs a level's entries in hash order and indexes them by bit rank. */
+static int pf_level_pack(pf_level_t *lv, bool wide) {
+  if (lv->n > 1)
+    qsort(lv->entries, lv->n, sizeof *lv->entries, wide ? entry_cmp_wide : entry_cmp_narrow);
+  uint32_t bits = 0;
+  for (size_t w = 0; w < HASH_SIZE / 64; w++) {
+    lv->rank[w] = bits;
+    bits += (uint32_t)popcount64(lv->bitmap[w]);
+  }
+  lv->first = malloc((bits + 1) * sizeof *lv->first);
+  if (!lv->first) return -1;
+  uint32_t r = 0;
+  for (size_t e = 0; e < lv->n; e++)
+    if (e == 0 || entry_hash(&lv->entries[e], wide) != entry_hash(&lv->entries[e - 1], wide))
+      lv->first[r++] = (uint32_t)e;
+  lv->first[r] = (uint32_t)lv->n;
+  return 0;
+}
+
 int ddx_prefilter_build(ddx_prefilter_t *pf) {
-  size_t nlong = 0;
-  for (size_t k = 0; k < pf->n; k++)
-    nlong += pf->lits[k].len >= LONG_MIN;
-  pf->bucket = malloc(HASH_SIZE * sizeof *pf->bucket);
+  size_t nwide = 0, nnarrow = 0;
+  for (size_t k = 0; k < pf->n; k++) {
+    nwide += pf->lits[k].len >= WIDE_MIN;
+    nnarrow += pf->lits[k].len >= LONG_MIN && pf->lits[k].len < WIDE_MIN;
+  }
   pf->pair_bucket = malloc(65536 * sizeof *pf->pair_bucket);
-  pf->entries = malloc((nlong ? nlong : 1) * STRIDE * sizeof *pf->entries);
-  if (!pf->bucket || !pf->pair_bucket || !pf->entries) return -1;
-  for (size_t i = 0; i < HASH_SIZE; i++)
-    pf->bucket[i] = -1;
+  pf->wide.entries = malloc((nwide ? nwide : 1) * STRIDE * sizeof(pf_entry_t));
+  pf->narrow.entries = malloc((nnarrow ? nnarrow : 1) * STRIDE * sizeof(pf_entry_t));
+  if (!pf->pair_bucket || !pf->wide.entries || !pf->narrow.entries) return -1;
   for (size_t i = 0; i < 65536; i++)
     pf->pair_bucket[i] = -1;
-  memset(pf->bitmap, 0, sizeof pf->bitmap);
+  memset(pf->wide.bitmap, 0, sizeof pf->wide.bitmap);
+  memset(pf->narrow.bitmap, 0, sizeof pf->narrow.bitmap);
+  memset(pf->direct, 0, sizeof pf->direct);
+  memset(pf->key_after, 0, sizeof pf->key_after);
+  memset(pf->key_before, 0, sizeof pf->key_before);
   memset(pf->pair_bitmap, 0, sizeof pf->pair_bitmap);
-  pf->nentries = 0;
+  pf->wide.n = pf->narrow.n = 0;
   pf->npairs = 0;
   if (pf_cover_short(pf)) return -1;
-  /* Insert in reverse so that each bucket lists literals in id order. */
+  for (size_t k = 0; k < pf->n; k++) {
+    pf_lit_t *l = &pf->lits[k];
+    const unsigned char *u = (const unsigned char *)l->bytes;
+    if (l->len < LONG_MIN) continue;
+    bool wide = l->len >= WIDE_MIN;
+    pf_level_t *lv = wide ? &pf->wide : &pf->narrow;
+    for (size_t w = 0; w < STRIDE; w++) {
+      pf_entry_t *e = &lv->entries[lv->n++];
+      e->off = l->anchor + (uint32_t)w;
+      e->key = wide ? load64(u + e->off) : load32(u + e->off);
+      e->lit = (uint32_t)k;
+      e->len = l->len;
+      e->head = l->head;
+      e->mask = l->mask;
+      uint32_t h = entry_hash(e, wide);
+      lv->bitmap[h >> 6] |= 1ull << (h & 63);
+      if (wide) continue;
+      /* The narrow level's second test: 8 literal bytes around the window,
+       * so that a common window ("ning", "m': ") costs a bitmap test, not
+       * a walk. */
+      if (e->off + 8 <= l->len) {
+        uint32_t q = hash64(load64(u + e->off));
+        pf->key_after[q >> 6] |= 1ull << (q & 63);
+      } else if (e->off >= 4) {
+        uint32_t q = hash64(load64(u + e->off - 4));
+        pf->key_before[q >> 6] |= 1ull << (q & 63);
+      } else {
+        pf->direct[h >> 6] |= 1ull << (h & 63);
+      }
+    }
+  }
+  if (pf_level_pack(&pf->wide, true) || pf_level_pack(&pf->narrow, false)) return -1;
+  /* Short literals: chained per pair, in id order. */
   for (size_t k = pf->n; k-- > 0;) {
     pf_lit_t *l = &pf->lits[k];
     const unsigned char *u = (const unsigned char *)l->bytes;
-    if (l->len >= LONG_MIN) {
-      for (size_t w = STRIDE; w-- > 0;) {
-        pf_entry_t *e = &pf->entries[pf->nentries];
-        e->off = l->anchor + (uint32_t)w;
-        e->word = load32(u + e->off);
-        e->lit = (uint32_t)k;
-        uint32_t h = hash32(e->word);
-        e->next = pf->bucket[h];
-        pf->bucket[h] = (int32_t)pf->nentries++;
-        pf->bitmap[h >> 6] |= 1ull << (h & 63);
-      }
-    } else {
-      unsigned pair = u[l->anchor] | ((unsigned)u[l->anchor + 1] << 8);
-      if (!(pf->pair_bitmap[pair >> 6] & (1ull << (pair & 63)))) {
-        if (pf->npairs < SHORT_SIMD_PAIRS) pf->pairs[pf->npairs] = (uint16_t)pair;
-        pf->npairs++;
-      }
-      l->next = pf->pair_bucket[pair];
-      pf->pair_bucket[pair] = (int32_t)k;
-      pf->pair_bitmap[pair >> 6] |= 1ull << (pair & 63);
+    if (l->len >= LONG_MIN) continue;
+    unsigned pair = u[l->anchor] | ((unsigned)u[l->anchor + 1] << 8);
+    if (!(pf->pair_bitmap[pair >> 6] & (1ull << (pair & 63)))) {
+      if (pf->npairs < SHORT_SIMD_PAIRS) pf->pairs[pf->npairs] = (uint16_t)pair;
+      pf->npairs++;
     }
+    l->next = pf->pair_bucket[pair];
+    pf->pair_bucket[pair] = (int32_t)k;
+    pf->pair_bitmap[pair >> 6] |= 1ull << (pair & 63);
   }
   free(pf->freq);
   pf->freq = NULL;
   pf->built = 1;
+#ifdef PF_AVX2
+  pf->avx2 = __builtin_cpu_supports("avx2") && !getenv("DDX_NO_AVX2");
+#endif
   return 0;
 }
 
-/* Whether lit occurs at b[start..) (start + len <= n checked here). */
-static inline bool pf_equal(const pf_lit_t *l, const unsigned char *b, size_t n, size_t start) {
-  if (start + l->len > n) return false;
+/* Whether lit occurs at b[start..) of n bytes. */
+static inline bool pf_equal(const char *bytes, uint32_t len, uint64_t head, uint64_t mask,
+                            const unsigned char *b, size_t n, size_t start) {
+  if (start + len > n) return false;
   if (start + 8 <= n) {
-    uint64_t v;
-    memcpy(&v, b + start, 8);
-    if ((v & l->mask) != l->head) return false;
-    return l->len <= 8 || memcmp(b + start + 8, l->bytes + 8, l->len - 8) == 0;
+    if ((load64(b + start) & mask) != head) return false;
+    return len <= 8 || memcmp(b + start + 8, bytes + 8, len - 8) == 0;
   }
-  return memcmp(b + start, l->bytes, l->len) == 0;
+  return memcmp(b + start, bytes, len) == 0;
 }
 
-/* Verifies the entries of one bucket whose window starts at i. */
-static inline int pf_check(const ddx_prefilter_t *pf, int32_t e, const unsigned char *b, size_t n,
-                           size_t i, uint32_t word, ddx_prefilter_hit_cb cb, void *ctx) {
-  for (; e >= 0; e = pf->entries[e].next) {
-    const pf_entry_t *en = &pf->entries[e];
-    if (en->word != word || i < en->off) continue;
+/* Verifies the entries of hash h of a level (its bit is set) against the
+ * window key at i. */
+static inline int pf_check(const ddx_prefilter_t *pf, const pf_level_t *lv, uint32_t h,
+                           uint64_t key, const unsigned char *b, size_t n, size_t i,
+                           ddx_prefilter_hit_cb cb, void *ctx) {
+  uint64_t below = lv->bitmap[h >> 6] & ((1ull << (h & 63)) - 1);
+  uint32_t r = lv->rank[h >> 6] + (uint32_t)popcount64(below);
+  for (uint32_t e = lv->first[r], end = lv->first[r + 1]; e < end; e++) {
+    const pf_entry_t *en = &lv->entries[e];
+    if (en->key != key || i < en->off) continue;
     size_t start = i - en->off;
-    if (!pf_equal(&pf->lits[en->lit], b, n, start)) continue;
+    if (!pf_equal(pf->lits[en->lit].bytes, en->len, en->head, en->mask, b, n, start)) continue;
     int rc = cb(ctx, en->lit, start);
     if (rc) return rc;
   }
+  return 0;
+}
+
+/* The narrow level at i (bit set): its second test, then the entries. */
+static inline int pf_check_narrow(const ddx_prefilter_t *pf, uint32_t h, uint32_t lo,
+                                  const unsigned char *b, size_t n, size_t i,
+                                  ddx_prefilter_hit_cb cb, void *ctx) {
+  if (!((pf->direct[h >> 6] >> (h & 63)) & 1)) {
+    uint32_t qa = i + 8 <= n ? hash64(load64(b + i)) : 0;
+    uint32_t qb = i >= 4 ? hash64(load64(b + i - 4)) : 0;
+    bool a = i + 8 <= n && ((pf->key_after[qa >> 6] >> (qa & 63)) & 1);
+    bool z = i >= 4 && ((pf->key_before[qb >> 6] >> (qb & 63)) & 1);
+    if (!a && !z) return 0;
+  }
+  return pf_check(pf, &pf->narrow, h, lo, b, n, i, cb, ctx);
+}
+
+/* Both levels at one tested position i (i + 4 <= n). */
+static inline int pf_test(const ddx_prefilter_t *pf, const unsigned char *b, size_t n, size_t i,
+                          ddx_prefilter_hit_cb cb, void *ctx) {
+  uint32_t lo = load32(b + i), h = hash32(lo);
+  int rc;
+  if (((pf->narrow.bitmap[h >> 6] >> (h & 63)) & 1) &&
+      (rc = pf_check_narrow(pf, h, lo, b, n, i, cb, ctx)))
+    return rc;
+  if (i + 8 > n) return 0;
+  uint32_t hi = load32(b + i + 4), hw = hash_wide(lo, hi);
+  if ((pf->wide.bitmap[hw >> 6] >> (hw & 63)) & 1)
+    return pf_check(pf, &pf->wide, hw, (uint64_t)lo | (uint64_t)hi << 32, b, n, i, cb, ctx);
   return 0;
 }
 
@@ -312,17 +464,93 @@ static inline int pf_check_short(const ddx_prefilter_t *pf, const unsigned char 
   unsigned pair = b[i] | ((unsigned)b[i + 1] << 8);
   for (int32_t k = pf->pair_bucket[pair]; k >= 0; k = pf->lits[k].next) {
     const pf_lit_t *l = &pf->lits[k];
-    if (i < l->anchor || !pf_equal(l, b, n, i - l->anchor)) continue;
+    if (i < l->anchor || !pf_equal(l->bytes, l->len, l->head, l->mask, b, n, i - l->anchor))
+      continue;
     int rc = cb(ctx, (uint32_t)k, i - l->anchor);
     if (rc) return rc;
   }
   return 0;
 }
 
+#ifdef PF_AVX2
+/* The strided pass, eight positions per step: with STRIDE 4 the tested
+ * positions of 32 bytes are its eight dwords, hashed at once (both levels)
+ * and looked up with gathers. Leaves *next where the scalar loop goes on. */
+__attribute__((target("avx2"))) static int
+pf_scan_strided_avx2(const ddx_prefilter_t *pf, const unsigned char *b, size_t n, size_t *next,
+                     ddx_prefilter_hit_cb cb, void *ctx) {
+  const int *wbm = (const int *)pf->wide.bitmap; /* little-endian: bit h */
+  const int *nbm = (const int *)pf->narrow.bitmap;
+  const __m256i k1 = _mm256_set1_epi32((int)0x9E3779B1u), k2 = _mm256_set1_epi32((int)0x85EBCA77u),
+                one = _mm256_set1_epi32(1), low = _mm256_set1_epi32(31);
+  bool narrow = pf->narrow.n > 0;
+  size_t i = 0;
+  int rc;
+  for (; i + 36 <= n; i += 32) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)(b + i));
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(b + i + 4));
+    __m256i plo = _mm256_mullo_epi32(lo, k1);
+    __m256i hw =
+        _mm256_srli_epi32(_mm256_xor_si256(plo, _mm256_mullo_epi32(hi, k2)), 32 - HASH_BITS);
+    __m256i gw = _mm256_i32gather_epi32(wbm, _mm256_srli_epi32(hw, 5), 4);
+    __m256i tw = _mm256_and_si256(_mm256_srlv_epi32(gw, _mm256_and_si256(hw, low)), one);
+    unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tw, one)));
+    if (narrow) {
+      __m256i hn = _mm256_srli_epi32(plo, 32 - HASH_BITS);
+      __m256i gn = _mm256_i32gather_epi32(nbm, _mm256_srli_epi32(hn, 5), 4);
+      __m256i tn = _mm256_and_si256(_mm256_srlv_epi32(gn, _mm256_and_si256(hn, low)), one);
+      m |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tn, one)));
+    }
+    while (m) {
+      size_t at = i + 4 * (size_t)__builtin_ctz(m);
+      m &= m - 1;
+      if ((rc = pf_test(pf, b, n, at, cb, ctx))) return rc;
+    }
+  }
+  *next = i;
+  return 0;
+}
+
+/* The short-literal pass, 32 positions per step. */
+__attribute__((target("avx2"))) static int pf_scan_short_avx2(const ddx_prefilter_t *pf,
+                                                              const unsigned char *b, size_t n,
+                                                              size_t *next, ddx_prefilter_hit_cb cb,
+                                                              void *ctx) {
+  __m256i c0[SHORT_SIMD_PAIRS], c1[SHORT_SIMD_PAIRS];
+  for (size_t p = 0; p < pf->npairs; p++) {
+    c0[p] = _mm256_set1_epi8((char)(pf->pairs[p] & 0xff));
+    c1[p] = _mm256_set1_epi8((char)(pf->pairs[p] >> 8));
+  }
+  size_t i = 0;
+  int rc;
+  for (; i + 33 <= n; i += 32) {
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)(b + i));
+    __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + i + 1));
+    __m256i m = _mm256_setzero_si256();
+    for (size_t p = 0; p < pf->npairs; p++)
+      m = _mm256_or_si256(
+          m, _mm256_and_si256(_mm256_cmpeq_epi8(v0, c0[p]), _mm256_cmpeq_epi8(v1, c1[p])));
+    unsigned bits = (unsigned)_mm256_movemask_epi8(m);
+    while (bits) {
+      unsigned k = (unsigned)__builtin_ctz(bits);
+      bits &= bits - 1;
+      if ((rc = pf_check_short(pf, b, n, i + k, cb, ctx))) return rc;
+    }
+  }
+  *next = i;
+  return 0;
+}
+#endif
+
 static int pf_scan_short(const ddx_prefilter_t *pf, const unsigned char *b, size_t n,
                          ddx_prefilter_hit_cb cb, void *ctx) {
   size_t i = 0;
   int rc;
+#ifdef PF_AVX2
+  if (pf->avx2 && pf->npairs <= SHORT_SIMD_PAIRS &&
+      (rc = pf_scan_short_avx2(pf, b, n, &i, cb, ctx)))
+    return rc;
+#endif
 #if defined(__SSE2__)
   if (pf->npairs <= SHORT_SIMD_PAIRS) {
     /* Compare 16 positions with every pair at once; only a match costs. */
@@ -358,31 +586,14 @@ int ddx_prefilter_scan(const ddx_prefilter_t *pf, const char *buf, size_t len,
                        ddx_prefilter_hit_cb cb, void *ctx) {
   if (!pf->built || len < 2) return 0;
   const unsigned char *b = (const unsigned char *)buf;
-  const uint64_t *bm = pf->bitmap;
   int rc;
-  if (len >= 4 && pf->nentries) {
-    size_t last = len - 4, i = 0;
-    /* Four tested windows per step; their bitmap tests are independent. */
-    for (; i + 3 * STRIDE <= last; i += 4 * STRIDE) {
-      uint32_t w0 = load32(b + i), w1 = load32(b + i + STRIDE), w2 = load32(b + i + 2 * STRIDE),
-               w3 = load32(b + i + 3 * STRIDE);
-      uint32_t h0 = hash32(w0), h1 = hash32(w1), h2 = hash32(w2), h3 = hash32(w3);
-      uint64_t t0 = bm[h0 >> 6] >> (h0 & 63), t1 = bm[h1 >> 6] >> (h1 & 63),
-               t2 = bm[h2 >> 6] >> (h2 & 63), t3 = bm[h3 >> 6] >> (h3 & 63);
-      if (!((t0 | t1 | t2 | t3) & 1)) continue;
-      if ((t0 & 1) && (rc = pf_check(pf, pf->bucket[h0], b, len, i, w0, cb, ctx))) return rc;
-      if ((t1 & 1) && (rc = pf_check(pf, pf->bucket[h1], b, len, i + STRIDE, w1, cb, ctx)))
-        return rc;
-      if ((t2 & 1) && (rc = pf_check(pf, pf->bucket[h2], b, len, i + 2 * STRIDE, w2, cb, ctx)))
-        return rc;
-      if ((t3 & 1) && (rc = pf_check(pf, pf->bucket[h3], b, len, i + 3 * STRIDE, w3, cb, ctx)))
-        return rc;
-    }
-    for (; i <= last; i += STRIDE) {
-      uint32_t w = load32(b + i), h = hash32(w);
-      if ((bm[h >> 6] >> (h & 63)) & 1 && (rc = pf_check(pf, pf->bucket[h], b, len, i, w, cb, ctx)))
-        return rc;
-    }
+  if (len >= 4 && (pf->wide.n || pf->narrow.n)) {
+    size_t i = 0;
+#ifdef PF_AVX2
+    if (pf->avx2 && (rc = pf_scan_strided_avx2(pf, b, len, &i, cb, ctx))) return rc;
+#endif
+    for (; i + 4 <= len; i += STRIDE)
+      if ((rc = pf_test(pf, b, len, i, cb, ctx))) return rc;
   }
   return pf->npairs ? pf_scan_short(pf, b, len, cb, ctx) : 0;
 }

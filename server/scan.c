@@ -38,6 +38,7 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   ddx_vec_init(&s->frames, sizeof(ddx_frame_t));
   ddx_vec_init(&s->cands, sizeof(cand_t));
   ddx_vec_init(&s->deferred, sizeof(deferred_t));
+  ddx_vec_init(&s->cands_tmp, sizeof(cand_t));
   s->buf = malloc(DDX_SCAN_BUF);
   s->norm = malloc(DDX_LINE_MAX + 1);
   s->rule_hits = calloc(cat->nrules + 1, sizeof *s->rule_hits);
@@ -82,6 +83,7 @@ void ddx_scan_free(ddx_scan_t *s) {
   ddx_vec_free(&s->frames);
   ddx_vec_free(&s->cands);
   ddx_vec_free(&s->deferred);
+  ddx_vec_free(&s->cands_tmp);
   ddx_arena_free(&s->arena);
   memset(s, 0, sizeof *s);
 }
@@ -153,11 +155,9 @@ static size_t next_term(const char *buf, size_t from, size_t end) {
   return from;
 }
 
-/* Sorts a block's candidates by position. The prefilter reports them
- * nearly in order (its strided pass, then the short-literal pass), so an
- * insertion sort is linear in practice; one that keeps moving falls back
- * to qsort, so that no input makes it quadratic. */
-static void sort_cands(cand_t *cs, size_t n) {
+/* Insertion-sorts cs[0..n) by position; false when it kept moving
+ * (over 8n + 4096 moves: the input was not nearly sorted). */
+static bool insertion_sort(cand_t *cs, size_t n) {
   size_t moves = 0, limit = 8 * n + 4096;
   for (size_t i = 1; i < n; i++) {
     cand_t x = cs[i];
@@ -165,14 +165,47 @@ static void sort_cands(cand_t *cs, size_t n) {
     while (j > 0 && cmp_cand(&x, &cs[j - 1]) < 0) {
       if (++moves > limit) {
         cs[j] = x;
-        qsort(cs, n, sizeof *cs, cmp_cand);
-        return;
+        return false;
       }
       cs[j] = cs[j - 1];
       j--;
     }
     cs[j] = x;
   }
+  return true;
+}
+
+/* Sorts a block's candidates by position. The prefilter reports them as a
+ * few nearly sorted runs (its strided pass, then its short-literal pass),
+ * so each run is insertion-sorted (qsort when that keeps moving, so that
+ * no input makes it quadratic) and the runs are merged through tmp. */
+static int sort_cands(ddx_vec_t *cands, ddx_vec_t *tmp) {
+  enum { MAX_RUNS = 64 };
+  cand_t *cs = cands->data;
+  size_t n = cands->len, run[MAX_RUNS + 1], nruns = 0;
+  run[0] = 0;
+  for (size_t i = 1; i <= n; i++) {
+    /* a run ends where positions fall back by more than a literal spans */
+    if (i < n && cs[i].pos + 4096 >= cs[i - 1].pos) continue;
+    if (nruns == MAX_RUNS) { /* not the prefilter's shape: sort it all */
+      qsort(cs, n, sizeof *cs, cmp_cand);
+      return 0;
+    }
+    size_t from = run[nruns];
+    if (!insertion_sort(cs + from, i - from)) qsort(cs + from, i - from, sizeof *cs, cmp_cand);
+    run[++nruns] = i;
+  }
+  if (nruns < 2) return 0;
+  if (ddx_vec_reserve(tmp, n)) return DDX_ENOMEM;
+  cand_t *t = tmp->data;
+  /* merge run k into the sorted prefix cs[0..run[k]) */
+  for (size_t k = 1; k < nruns; k++) {
+    size_t x = 0, y = run[k], e = run[k + 1], o = 0;
+    while (x < run[k] || y < e)
+      t[o++] = (y >= e || (x < run[k] && cmp_cand(&cs[x], &cs[y]) <= 0)) ? cs[x++] : cs[y++];
+    memcpy(cs, t, e * sizeof *cs);
+  }
+  return 0;
 }
 
 static size_t line_start_of(const char *buf, size_t pos) {
@@ -542,7 +575,7 @@ static int process(ddx_scan_t *s, size_t end) {
   if (rc) return rc;
   cand_t *cs = s->cands.data;
   size_t nc = s->cands.len;
-  if (nc > 1) sort_cands(cs, nc);
+  if (nc > 1 && (rc = sort_cands(&s->cands, &s->cands_tmp))) return rc;
   if (nc == 0) {
     s->line_no += count_terms(s->buf, s->count_pos, end, end);
     s->count_pos = end;

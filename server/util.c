@@ -101,6 +101,15 @@ void *ddx_vec_push(ddx_vec_t *v) {
   return slot;
 }
 
+int ddx_vec_reserve(ddx_vec_t *v, size_t cap) {
+  if (cap <= v->cap) return 0;
+  void *d = realloc(v->data, cap * v->elem);
+  if (!d) return DDX_ENOMEM;
+  v->data = d;
+  v->cap = cap;
+  return 0;
+}
+
 bool ddx_parse_quantity(const char *s, double *out) {
   while (*s == ' ')
     s++;

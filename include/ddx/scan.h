@@ -123,6 +123,7 @@ typedef struct ddx_scan {
   char *norm;
   char *raw;                  /* a raw layout line, NUL-terminated (allocated on first use) */
   ddx_vec_t cands;            /* candidate (pos, literal) pairs of one buffer */
+  ddx_vec_t cands_tmp;        /* merge scratch for cands */
   ddx_vec_t deferred;         /* progress candidates past the cap, one block */
   uint32_t block;             /* number of the block being processed (from 1) */
   volatile const int *cancel; /* optional: non-zero stops the scan */

@@ -44,7 +44,8 @@ typedef struct ddx_vec {
 
 void ddx_vec_init(ddx_vec_t *v, size_t elem);
 void ddx_vec_free(ddx_vec_t *v);
-void *ddx_vec_push(ddx_vec_t *v); /* returns the zeroed new slot, NULL on ENOMEM */
+void *ddx_vec_push(ddx_vec_t *v);              /* returns the zeroed new slot, NULL on ENOMEM */
+int ddx_vec_reserve(ddx_vec_t *v, size_t cap); /* room for cap elements; DDX_ENOMEM */
 #define DDX_VEC_AT(v, type, i) (((type *)(v)->data)[i])
 
 /* Parses "3.91 GiB", "991.56 MiB", "0 bytes", "2 GB", "42" into a number of
