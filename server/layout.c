@@ -292,3 +292,30 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
     }
   }
 }
+
+void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src) {
+  /* Later lines win where the parser lets a later line win. */
+  for (size_t i = 0; i < src->nhosts; i++) {
+    const ddx_layout_host_t *h = &src->hosts[i];
+    ddx_layout_host_t *d = NULL;
+    for (size_t k = 0; k < dst->nhosts && !d; k++)
+      if (!strcmp(dst->hosts[k].name, h->name)) d = &dst->hosts[k];
+    if (!d) {
+      if (dst->nhosts >= DDX_LAYOUT_MAX_HOSTS) continue;
+      d = &dst->hosts[dst->nhosts++];
+      *d = *h;
+      continue;
+    }
+    if (h->base >= 0) d->base = h->base;
+    if (h->nlocal >= 0) d->nlocal = h->nlocal;
+  }
+  if (src->world_size >= 0) dst->world_size = src->world_size;
+  if (src->nnodes >= 0) dst->nnodes = src->nnodes;
+  if (src->seen_hosts > 1)
+    dst->seen_hosts = 2;
+  else if (src->seen_hosts == 1)
+    ddx_layout_note_host(dst, src->first_host);
+  ddx_layout_note_ranks(dst, src->max_global, src->max_local);
+  for (size_t i = 0; i < src->npids && dst->npids < DDX_LAYOUT_MAX_PIDS; i++)
+    dst->pids[dst->npids++] = src->pids[i];
+}

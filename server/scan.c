@@ -39,6 +39,20 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   ddx_vec_init(&s->cands, sizeof(cand_t));
   ddx_vec_init(&s->deferred, sizeof(deferred_t));
   ddx_vec_init(&s->cands_tmp, sizeof(cand_t));
+  ddx_vec_init(&s->ctx_ring, sizeof(ddx_hit_t));
+  s->ctx_base = calloc(cat->nrules + 1, sizeof *s->ctx_base);
+  size_t nctx = 0;
+  for (size_t r = 0; s->ctx_base && r < cat->nrules; r++) {
+    s->ctx_base[r] = nctx;
+    nctx += cat->rules[r].nctx;
+    for (size_t c = 0; c < cat->rules[r].nctx; c++) {
+      const ddx_pattern_t *cp = &cat->rules[r].ctx[c];
+      if (cp->scope_file) continue;
+      if (cp->before > s->ctx_before) s->ctx_before = cp->before;
+      if (cp->after > s->ctx_after) s->ctx_after = cp->after;
+    }
+  }
+  s->ctx_file_seen = calloc(nctx + 1, sizeof *s->ctx_file_seen);
   s->buf = malloc(DDX_SCAN_BUF);
   s->norm = malloc(DDX_LINE_MAX + 1);
   s->rule_hits = calloc(cat->nrules + 1, sizeof *s->rule_hits);
@@ -50,8 +64,9 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   s->md = ddx_match_data_new(cat);
   s->layout = malloc(sizeof *s->layout);
   if (s->layout) ddx_layout_init(s->layout);
-  if (!s->layout || !s->rule_regex_errors || !s->pending || !s->progress || !s->buf || !s->norm ||
-      !s->rule_hits || !s->rule_stored || !s->rule_last || !s->md) {
+  if (!s->layout || !s->ctx_base || !s->ctx_file_seen || !s->rule_regex_errors || !s->pending ||
+      !s->progress || !s->buf || !s->norm || !s->rule_hits || !s->rule_stored || !s->rule_last ||
+      !s->md) {
     ddx_scan_free(s);
     return DDX_ENOMEM;
   }
@@ -84,6 +99,9 @@ void ddx_scan_free(ddx_scan_t *s) {
   ddx_vec_free(&s->cands);
   ddx_vec_free(&s->deferred);
   ddx_vec_free(&s->cands_tmp);
+  ddx_vec_free(&s->ctx_ring);
+  free(s->ctx_base);
+  free(s->ctx_file_seen);
   ddx_arena_free(&s->arena);
   memset(s, 0, sizeof *s);
 }
@@ -297,6 +315,53 @@ int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t 
   return 0;
 }
 
+/* Stores a context hit (up to the overall cap). */
+static int keep_ctx(ddx_scan_t *s, const ddx_hit_t *c) {
+  if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
+  ddx_hit_t *h = ddx_vec_push(&s->hits);
+  if (!h) return DDX_ENOMEM;
+  *h = *c;
+  s->ctx_stored++;
+  return 0;
+}
+
+#define CTX_RING_MAX 8192
+
+/* Holds a window-scope context hit until a signature hit below it comes
+ * (or it falls out of every window). */
+static int ring_ctx(ddx_scan_t *s, const ddx_hit_t *c) {
+  if (s->ctx_ring.len >= CTX_RING_MAX) { /* drop the older half */
+    size_t keep = CTX_RING_MAX / 2;
+    memmove(s->ctx_ring.data, (ddx_hit_t *)s->ctx_ring.data + (s->ctx_ring.len - keep),
+            keep * sizeof(ddx_hit_t));
+    s->ctx_ring.len = keep;
+  }
+  ddx_hit_t *h = ddx_vec_push(&s->ctx_ring);
+  if (!h) return DDX_ENOMEM;
+  *h = *c;
+  return 0;
+}
+
+/* A signature hit is stored at line of input: the waiting context hits
+ * of that input within ctx_before lines above it are kept, older ones of
+ * that input dropped (hits of other live inputs wait on). */
+static int promote_ctx(ddx_scan_t *s, uint32_t input, uint64_t line) {
+  ddx_hit_t *r = s->ctx_ring.data;
+  size_t o = 0;
+  uint64_t lo = line > (uint64_t)s->ctx_before ? line - (uint64_t)s->ctx_before : 0;
+  for (size_t i = 0; i < s->ctx_ring.len; i++) {
+    if (r[i].input != input) {
+      r[o++] = r[i];
+      continue;
+    }
+    if (r[i].line < lo) continue;
+    int rc = keep_ctx(s, &r[i]);
+    if (rc) return rc;
+  }
+  s->ctx_ring.len = o;
+  return 0;
+}
+
 static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
                       uint64_t line, uint64_t offset, const ddx_line_meta_t *meta, const char *text,
                       size_t tlen, const size_t *ov) {
@@ -309,9 +374,23 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
     if (rc) return rc;
   }
   if (ref->is_ctx) {
-    if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
-    s->ctx_stored++;
-    h = ddx_vec_push(&s->hits);
+    ddx_scan_input_t *in = &DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur);
+    ddx_hit_t c = {.rule = ref->rule,
+                   .pattern = ref->pattern,
+                   .is_ctx = 1,
+                   .input = s->cur,
+                   .line = line,
+                   .offset = offset,
+                   .column = (uint32_t)(ov[0] + 1),
+                   .meta = *meta};
+    if (p->scope_file) { /* only whether it occurs in the input matters */
+      uint32_t *seen = &s->ctx_file_seen[s->ctx_base[ref->rule] + ref->pattern];
+      if (*seen == s->cur + 1) return 0;
+      *seen = s->cur + 1;
+      return keep_ctx(s, &c);
+    }
+    if (line <= in->last_sig + (uint64_t)s->ctx_after) return keep_ctx(s, &c);
+    return ring_ctx(s, &c);
   } else {
     s->rule_hits[ref->rule]++;
     if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE) {
@@ -334,6 +413,9 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
                             .meta = *meta};
       return 0;
     }
+    int rc = promote_ctx(s, s->cur, line);
+    if (rc) return rc;
+    DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur).last_sig = line;
     s->rule_stored[ref->rule]++;
     h = ddx_vec_push(&s->hits);
     s->rule_last[ref->rule] = s->hits.len;
@@ -706,22 +788,28 @@ int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len)
   return rc ? rc : rc2;
 }
 
-int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
-  int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY);
-  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+/* Scans bytes [from, to) of fd (to UINT64_MAX: to its end; from > 0 only
+ * for a file that can seek) as one input named name. */
+static int scan_fd(ddx_scan_t *s, int fd, const char *path, const char *name, uint64_t from,
+                   uint64_t to, ddx_error_t *err) {
   ddx_line_meta_t defaults;
   ddx_layout_path_meta(path, &defaults);
-  int rc = ddx_scan_begin_with(s, strcmp(path, "-") == 0 ? "<stdin>" : path, &defaults);
-  while (!rc) {
+  int rc = ddx_scan_begin_with(s, name, &defaults);
+  s->base = from; /* offsets stay offsets in the whole file */
+  uint64_t at = from;
+  while (!rc && at < to) {
     /* Read straight into the scan buffer: no second copy. */
     size_t room = DDX_SCAN_BUF - s->len;
-    ssize_t n = read(fd, s->buf + s->len, room);
+    if (to - at < room) room = (size_t)(to - at);
+    ssize_t n =
+        from ? pread(fd, s->buf + s->len, room, (off_t)at) : read(fd, s->buf + s->len, room);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       rc = ddx_error_set(err, DDX_EIO, "%s: read failed: %s", path, strerror(errno));
       break;
     }
     if (n == 0) break;
+    at += (uint64_t)n;
     s->len += (size_t)n;
     s->bytes += (size_t)n;
     s->last_byte = s->buf[s->len - 1];
@@ -732,8 +820,148 @@ int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
     }
   }
   int rc2 = ddx_scan_end(s);
-  if (fd != 0) close(fd);
   return rc ? rc : rc2;
+}
+
+int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
+  bool in = strcmp(path, "-") == 0;
+  int fd = in ? 0 : open(path, O_RDONLY);
+  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  int rc = scan_fd(s, fd, path, in ? "<stdin>" : path, 0, UINT64_MAX, err);
+  if (!in) close(fd);
+  return rc;
+}
+
+int ddx_scan_path_range(ddx_scan_t *s, const char *path, uint64_t from, uint64_t to,
+                        ddx_error_t *err) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
+  int rc = scan_fd(s, fd, path, path, from, to, err);
+  close(fd);
+  return rc;
+}
+
+size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds) {
+  size_t k = 0;
+  bounds[0] = 0;
+  int fd = n > 1 ? open(path, O_RDONLY) : -1;
+  char *win = fd >= 0 ? malloc(65536) : NULL;
+  for (size_t i = 1; win && i < n; i++) {
+    /* the first \n at or after the nominal cut, looked for within 1 MiB */
+    uint64_t at = size / n * i;
+    if (at <= bounds[k]) continue;
+    uint64_t cut = 0;
+    for (uint64_t pos = at; !cut && pos < size && pos < at + (1u << 20); pos += 65536) {
+      ssize_t got = pread(fd, win, 65536, (off_t)pos);
+      if (got <= 0) break;
+      const char *nl = memchr(win, '\n', (size_t)got);
+      if (nl) cut = pos + (uint64_t)(nl - win) + 1;
+    }
+    if (cut && cut < size && cut > bounds[k]) bounds[++k] = cut;
+  }
+  free(win);
+  if (fd >= 0) close(fd);
+  bounds[++k] = size;
+  return k;
+}
+
+int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src) {
+  if (dst->open || src->open || !dst->inputs.len || src->inputs.len != 1) return DDX_EINVAL;
+  const ddx_catalog_t *cat = dst->cat;
+  uint32_t di = (uint32_t)(dst->inputs.len - 1);
+  ddx_scan_input_t *din = &DDX_VEC_AT(&dst->inputs, ddx_scan_input_t, di);
+  const ddx_scan_input_t *sin = &DDX_VEC_AT(&src->inputs, ddx_scan_input_t, 0);
+  uint64_t lbase = din->lines;
+  /* Signature hits as one scan stores them: each rule's first hits up to
+   * the cap; an anchor-last rule's last stored hit is its newest. */
+  uint32_t *appended = calloc(cat->nrules + 1, sizeof *appended);
+  if (!appended) return DDX_ENOMEM;
+  const ddx_hit_t *sh = src->hits.data;
+  int rc = 0;
+  /* Context hits at the end of dst wait for src's first signature hit. */
+  for (size_t i = 0; i < src->hits.len && !rc; i++)
+    if (!sh[i].is_ctx) {
+      rc = promote_ctx(dst, di, sh[i].line + lbase);
+      break;
+    }
+  for (size_t i = 0; i < src->hits.len && !rc; i++) {
+    ddx_hit_t h = sh[i];
+    h.input = di;
+    h.line += lbase;
+    if (h.is_ctx) {
+      const ddx_pattern_t *cp = &cat->rules[h.rule].ctx[h.pattern];
+      uint32_t *seen = &dst->ctx_file_seen[dst->ctx_base[h.rule] + h.pattern];
+      if (cp->scope_file && *seen == di + 1) continue;
+      if (cp->scope_file) *seen = di + 1;
+      if (dst->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) continue;
+      dst->ctx_stored++;
+    } else {
+      if (dst->rule_stored[h.rule] >= DDX_SCAN_MAX_HITS_PER_RULE) continue;
+      dst->rule_stored[h.rule]++;
+      appended[h.rule]++;
+    }
+    ddx_hit_t *slot = ddx_vec_push(&dst->hits);
+    if (!slot) {
+      free(appended);
+      return DDX_ENOMEM;
+    }
+    *slot = h;
+    if (!h.is_ctx) dst->rule_last[h.rule] = dst->hits.len;
+  }
+  if (rc) {
+    free(appended);
+    return rc;
+  }
+  /* src's waiting context hits wait on in dst, for a later part */
+  const ddx_hit_t *sr = src->ctx_ring.data;
+  for (size_t i = 0; i < src->ctx_ring.len && !rc; i++) {
+    ddx_hit_t h = sr[i];
+    h.input = di;
+    h.line += lbase;
+    rc = ring_ctx(dst, &h);
+  }
+  const ddx_scan_input_t *sin0 = src->inputs.data;
+  if (sin0->last_sig) din->last_sig = sin0->last_sig + lbase;
+  for (size_t r = 0; r < cat->nrules; r++) {
+    if (cat->rules[r].anchor_last && src->rule_stored[r] > appended[r] && src->rule_last[r]) {
+      ddx_hit_t h = sh[src->rule_last[r] - 1];
+      h.input = di;
+      h.line += lbase;
+      DDX_VEC_AT(&dst->hits, ddx_hit_t, dst->rule_last[r] - 1) = h;
+    }
+    dst->rule_hits[r] += src->rule_hits[r];
+    dst->rule_regex_errors[r] += src->rule_regex_errors[r];
+    /* every rank's newest progress event */
+    const ddx_rank_progress_t *sp = &src->progress[r];
+    for (size_t k = 0; k < sp->n; k++) {
+      if (!sp->line[k]) continue;
+      ddx_line_meta_t m;
+      ddx_line_meta_init(&m);
+      m.ts_ms = sp->ts[k];
+      rc = ddx_scan_note_progress(dst, (uint32_t)r, (int64_t)k, sp->line[k] + lbase, di, &m);
+      if (rc) {
+        free(appended);
+        return rc;
+      }
+    }
+  }
+  free(appended);
+  const ddx_frame_t *sf = src->frames.data;
+  for (size_t i = 0; i < src->frames.len && dst->frames.len < DDX_SCAN_MAX_FRAMES; i++) {
+    ddx_frame_t *f = ddx_vec_push(&dst->frames);
+    if (!f) return DDX_ENOMEM;
+    *f = sf[i];
+    f->input = di;
+    f->line += lbase;
+  }
+  ddx_layout_merge(dst->layout, src->layout);
+  din->bytes += sin->bytes;
+  din->lines += sin->lines;
+  dst->bytes += src->bytes;
+  dst->lines += src->lines;
+  dst->regex_errors += src->regex_errors;
+  ddx_arena_adopt(&dst->arena, &src->arena);
+  return 0;
 }
 
 int ddx_scan_add_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults,

@@ -63,6 +63,18 @@ void *ddx_arena_alloc(ddx_arena_t *a, size_t n) {
   return p;
 }
 
+void ddx_arena_adopt(ddx_arena_t *dst, ddx_arena_t *src) {
+  if (!src->head) return;
+  /* dst keeps bumping in its own head block; src's blocks go at the end */
+  ddx_arena_block_t **tail = &dst->head;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = src->head;
+  dst->used_total += src->used_total;
+  src->head = NULL;
+  src->used_total = 0;
+}
+
 char *ddx_arena_strndup(ddx_arena_t *a, const char *s, size_t n) {
   char *p = ddx_arena_alloc(a, n + 1);
   if (!p) return NULL;

@@ -64,6 +64,8 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta);
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
 /* Records that a line named host (to tell single-host logs). */
 void ddx_layout_note_host(ddx_layout_t *l, const char *host);
+/* Adds what src learnt (from a later part of the same logs) to dst. */
+void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src);
 /* The global rank of (host, local rank), or -1 when the layout does not say.
  * With one node, no host, or only one host ever named, the local rank is
  * the global rank. */

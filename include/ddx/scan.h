@@ -63,6 +63,7 @@ typedef struct ddx_scan_input {
   ddx_line_meta_t defaults; /* what the input's path says (torchrun --log-dir
                                local rank, Slurm node), preset on each line */
   uint64_t line_no;         /* ddx_scan_feed_lines: number of the next line */
+  uint64_t last_sig;        /* line of the last stored signature hit (0: none) */
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the
@@ -106,6 +107,14 @@ typedef struct ddx_scan {
   ddx_pending_t *pending;        /* per rule: see ddx_pending_t */
   ddx_rank_progress_t *progress; /* per rule (anchor-last rules only) */
   size_t ctx_stored;
+  /* Context hits are kept only where a rule can look at them: the first
+   * per input of a file-scope context, and window-scope ones within
+   * ctx_before lines above or ctx_after lines below a stored signature
+   * hit; the ones above wait in ctx_ring until a signature hit comes. */
+  int ctx_before, ctx_after; /* the catalog's widest windows */
+  ddx_vec_t ctx_ring;        /* ddx_hit_t, recent context hits not yet kept */
+  uint32_t *ctx_file_seen;   /* per flat context id: input + 1 of its kept hit */
+  size_t *ctx_base;          /* per rule: its first flat context id */
   uint64_t bytes, lines;
   uint64_t regex_errors;       /* match/depth limit hits */
   uint64_t *rule_regex_errors; /* per rule */
@@ -150,6 +159,19 @@ int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t 
                            uint32_t input, const ddx_line_meta_t *meta);
 /* Scans a whole file ("-" is stdin) with the fixed buffer. */
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
+/* Parallel scans of one big file: ddx_scan_plan splits [0, size) into at
+ * most n ranges that end just after a \n (fewer when lines are too long
+ * to cut), writing n+1 bounds and returning the number of ranges. Each
+ * range is scanned by its own ddx_scan_t (one per thread, sharing the
+ * immutable catalog) with ddx_scan_path_range; ddx_scan_merge then
+ * appends each later range, in order, to the scan of the first, as if
+ * one scan had read the whole file: line numbers and offsets continue,
+ * per-rule storage caps and the newest progress event are as one scan
+ * keeps them. src is left empty (its arena moves to dst). */
+size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds);
+int ddx_scan_path_range(ddx_scan_t *s, const char *path, uint64_t from, uint64_t to,
+                        ddx_error_t *err);
+int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src);
 /* Scans one in-memory text as an input of its own. */
 int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len);
 

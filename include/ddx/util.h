@@ -35,6 +35,9 @@ void ddx_arena_free(ddx_arena_t *a);
 void *ddx_arena_alloc(ddx_arena_t *a, size_t n); /* zeroed; NULL on ENOMEM */
 char *ddx_arena_strndup(ddx_arena_t *a, const char *s, size_t n);
 char *ddx_arena_strdup(ddx_arena_t *a, const char *s);
+/* Moves every block of src into dst (pointers into them stay valid, now
+ * owned by dst); src is left empty. */
+void ddx_arena_adopt(ddx_arena_t *dst, ddx_arena_t *src);
 
 /* A growable array of fixed-size elements, owned by whoever holds it. */
 typedef struct ddx_vec {
