@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A big file scanned in parts on several threads must be diagnosed exactly
+# as one pass diagnoses it: line numbers, offsets, stored hits, counts,
+# every rank's last progress. DDX_SPLIT_MIN=1 splits even small logs.
+# usage: test_threads.sh path/to/ddx (from the repo root)
+set -u
+DDX=$(realpath "${1:?usage: test_threads.sh DDX}")
+ROOT=$(pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+same() { # same FILE THREADS...: one pass and each split give the same JSON
+  "$DDX" diagnose --threads 1 --format json "$1" 2>&1 | grep -v '"seconds"' >"$T/one"
+  for t in "${@:2}"; do
+    DDX_SPLIT_MIN=1 "$DDX" diagnose --threads "$t" --format json "$1" 2>&1 | grep -v '"seconds"' >"$T/split"
+    cmp -s "$T/one" "$T/split" && ok || { bad "$1: $t threads differ from one"; diff "$T/one" "$T/split" | head -5 >&2; }
+  done
+}
+
+# Every real log of the corpus, in 2 and 5 parts.
+for f in "$ROOT"/tests/corpus/dev/*.log; do same "$f" 2 5; done
+
+# A hang past the progress cap: 8 ranks, rank 3 stops at 60%, the others
+# go on; the parts cut through the steps.
+python3 - "$T/hang.log" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for st in range(1, 6001):
+        for r in range(8):
+            if r == 3 and st > 3600:
+                continue
+            f.write(f"[rank{r}]: {{'loss': 1.25, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': {st / 6000:.2f}}}\n")
+            if r == 0 and st % 50 == 0:
+                f.write(f"[2025-01-01 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={st}, skipped=0, lr=[1e-05]\n")
+PY
+same "$T/hang.log" 2 4 16
+out=$(DDX_SPLIT_MIN=1 "$DDX" diagnose --threads 4 --format json "$T/hang.log")
+echo "$out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+i = d['incidents'][0]
+assert i['rule'] == 'train.hang', i['rule']
+assert i['rank'] == 3, i['rank']
+" && ok || bad "4 threads: the hang's quiet rank is 3"
+
+# The benchmark generator's realistic log with a failure at the end.
+python3 "$ROOT/tests/bench/gen_bench.py" 8M "$T/bench.log" >/dev/null
+same "$T/bench.log" 2 3
+
+# Bad values are refused.
+"$DDX" diagnose --threads 0 "$T/hang.log" >/dev/null 2>&1
+[ $? = 2 ] && ok || bad "--threads 0 is refused with exit 2"
+"$DDX" diagnose --threads x "$T/hang.log" >/dev/null 2>&1
+[ $? = 2 ] && ok || bad "--threads x is refused with exit 2"
+
+echo "threads: $pass passed, $fail failed"
+[ "$fail" = 0 ]
