@@ -271,3 +271,57 @@ test('a burst of 10,000 messages is answered in order', async () => {
   for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1]);
   assert.equal((await r.close()).code, 0);
 });
+
+// Strings of 256 KiB and more are decoded by the server's own fast path,
+// not jansson: every escape must decode the same, and every invalid body
+// must still be -32700.
+test('big messages: escapes decoded as JSON says; bad big strings are -32700', async () => {
+  const fs = require('node:fs');
+  const { EXAMPLE, cliReport, tmpdir } = require('./lib');
+  const path = require('node:path');
+  // ~400 KiB of filler written with every JSON escape, then the example log
+  // with "é😀\t" in front of every line (UTF-16 columns move by 4).
+  const filler = 'step 1 \\"quoted\\" back\\\\slash \\/ tab\\t caf\\u00e9 smile \\ud83d\\ude00 nul\\u0000 \\b\\f\\r\\n';
+  const example = fs.readFileSync(EXAMPLE, 'utf8').split('\n').map((l) => 'é😀\t' + l).join('\n');
+  const jsonText = filler.repeat(6000) + JSON.stringify(example).slice(1, -1);
+  const body = `{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///big.log","languageId":"log","version":7,"text":"${jsonText}"}}}`;
+  assert.ok(body.length > 300000);
+  const text = JSON.parse(body).params.textDocument.text;
+  const dir = tmpdir();
+  fs.writeFileSync(path.join(dir, 'big.log'), text);
+  const want = cliReport(path.join(dir, 'big.log')).incidents[0];
+  const r = new Raw();
+  await r.initialize(1, { textDocument: { publishDiagnostics: { versionSupport: true } } });
+  await r.write(Raw.frame(body));
+  const p = await r.next((m) => m.method === 'textDocument/publishDiagnostics' && m.params.uri === 'file:///big.log', 20000);
+  assert.equal(p.params.version, 7);
+  const d = p.params.diagnostics[0];
+  assert.equal(d.range.start.line, want.line - 1);
+  assert.ok(text.split(/\r\n|\r|\n/)[want.line - 1].startsWith('é😀\t'));
+  // ddx.diagnoseText with a big argument goes the same way
+  await r.send({ jsonrpc: '2.0', id: 2, method: 'workspace/executeCommand', params: { command: 'ddx.diagnoseText', arguments: [text] } });
+  const dt = (await r.response(2, 20000)).result;
+  assert.equal(dt.incidents[0].rule, want.rule);
+  assert.equal(dt.incidents[0].line, want.line);
+  // the server read exactly the bytes JSON.parse gives (NUL, é, 😀 included)
+  assert.equal(dt.stats.bytes, Buffer.byteLength(text, 'utf8'));
+  assert.equal(dt.stats.lines, want.line + (text.split(/\r\n|\r|\n/).length - want.line) - (/(\r\n|\r|\n)$/.test(text) ? 1 : 0));
+  // bad big strings: a raw control byte, a bad escape, a lone surrogate,
+  // invalid UTF-8; each is -32700 and the server goes on
+  const big = 'x'.repeat(300000);
+  const bad = [
+    Buffer.from(`{"jsonrpc":"2.0","id":9,"method":"ddx","params":["${big}\u0001"]}`),
+    Buffer.from(`{"jsonrpc":"2.0","id":9,"method":"ddx","params":["${big}\\x41"]}`),
+    Buffer.from(`{"jsonrpc":"2.0","id":9,"method":"ddx","params":["${big}\\udc00"]}`),
+    Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":9,"method":"ddx","params":["${big}`), Buffer.from([0xff]), Buffer.from('"]}')]),
+  ];
+  for (const b of bad) {
+    await r.write(Buffer.concat([Buffer.from(`Content-Length: ${b.length}\r\n\r\n`), b]));
+    const m = await r.next((x) => x.error && x.error.code === -32700, 20000);
+    assert.equal(m.id, null);
+  }
+  await r.send({ jsonrpc: '2.0', id: 4, method: 'workspace/executeCommand', params: { command: 'ddx.explain', arguments: ['ds.oom.activations'] } });
+  assert.equal((await r.response(4)).result.id, 'ds.oom.activations');
+  assert.equal((await r.close()).code, 0);
+  fs.rmSync(dir, { recursive: true });
+});
