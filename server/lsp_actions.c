@@ -17,6 +17,7 @@
  * On a ds_config document itself, the quick fixes of its own diagnostics
  * (ddx/dscheck.h via lsp_config.c): a misspelt or deprecated key renamed,
  * planned like any other patch, so the edit keeps the file's style. */
+#define _GNU_SOURCE
 #include "ddx/lsp.h"
 
 #include <dirent.h>
@@ -130,15 +131,7 @@ static bool lsp_cfg_from_file(ddx_lsp_server_t *s, const char *path, const char 
 
 /* memmem and strcasestr are GNU extensions; the build is plain POSIX. */
 static const char *lsp_memmem(const char *h, size_t hn, const char *n, size_t nn) {
-  if (!nn) return h;
-  const char *end = h + hn;
-  while ((size_t)(end - h) >= nn) {
-    const char *p = memchr(h, n[0], (size_t)(end - h) - nn + 1);
-    if (!p) return NULL;
-    if (!memcmp(p, n, nn)) return p;
-    h = p + 1;
-  }
-  return NULL;
+  return memmem(h, hn, n, nn);
 }
 
 static bool lsp_icontains(const char *h, const char *n) {
@@ -232,7 +225,7 @@ static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max
   return n;
 }
 
-static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_cfgsrc_t *out) {
+static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_cfgsrc_t *out) {
   /* 1. open documents */
   for (ddx_lsp_doc_t *d = s->docs; d; d = d->next) {
     if (d->kind != DDX_LSP_DOC_JSON) continue;
@@ -248,8 +241,14 @@ static bool lsp_find_config(ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, lsp_c
   }
   /* 2. a path named in the log, relative to the log's folder or a
    * workspace folder; only inside the workspace. */
-  char named[8][512];
-  size_t nn = lsp_log_paths(log->text, named, 8);
+  if (log->named_of != log->text) { /* once per text, not per request */
+    if (!log->named && !(log->named = malloc(8 * sizeof *log->named))) return false;
+    log->nnamed = lsp_log_paths(log->text, log->named, 8);
+    ddx_lsp_text_unref(log->named_of);
+    log->named_of = ddx_lsp_text_ref(log->text);
+  }
+  char(*named)[512] = log->named;
+  size_t nn = log->nnamed;
   for (size_t i = 0; i < nn; i++) {
     size_t nbases = s->nfolders + 2;
     for (size_t b = 0; b < nbases; b++) {

@@ -250,6 +250,8 @@ void ddx_lsp_doc_free(ddx_lsp_doc_t *d) {
   free(d->path);
   free(d->language);
   ddx_lsp_text_unref(d->text);
+  ddx_lsp_text_unref(d->named_of);
+  free(d->named);
   ddx_lsp_result_free(d->result);
   free(d);
 }

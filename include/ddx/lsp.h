@@ -122,6 +122,11 @@ typedef struct ddx_lsp_doc {
   ddx_lsp_job_t *job;       /* scan in flight, or NULL */
   bool rescan;              /* the text moved on while job ran */
   bool cfg_published;       /* ds_config diagnostics were published for it */
+  /* Config paths the log names (--deepspeed X), found once per text:
+   * named_of holds a reference to the text they were found in. */
+  ddx_lsp_text_t *named_of;
+  char (*named)[512];
+  size_t nnamed;
 } ddx_lsp_doc_t;
 
 enum { DDX_LSP_JOB_DOC = 0, DDX_LSP_JOB_TEXT = 1, DDX_LSP_JOB_FILE = 2 };
