@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: all deps build build-asan demo test test-unit test-asan test-vscode vsix eval format format-check fuzz fuzz-short clean
+.PHONY: all deps build build-asan demo test test-unit test-asan test-vscode vsix eval bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -48,6 +48,16 @@ test-asan: build-asan
 eval: build
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0
+
+# Benchmarks (not part of make test): ddx against rg and grep on generated
+# logs of BENCH_SIZES, then the language server. docs/performance.md keeps
+# the results. Needs ripgrep and a few GB of disk for the logs.
+BENCH_SIZES ?= 100M 1G
+bench: build
+	@command -v rg >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq ripgrep >/dev/null; } || { echo "ripgrep is missing"; exit 1; }
+	bash tests/bench/bench.sh $(BUILD)/ddx $(BENCH_SIZES)
+	cd tests/lsp && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent; }
+	DDX=$(BUILD)/ddx node tests/bench/lsp_bench.js tests/bench/data tests/bench/data/bench-$(lastword $(BENCH_SIZES)).log
 
 # Debian's python3 (with python3-jsonschema), whatever python3 is first on PATH.
 PY := /usr/bin/python3

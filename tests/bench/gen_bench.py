@@ -4,7 +4,9 @@ benchmarks: 64 ranks' interleaved output (DeepSpeed step lines, HF loss
 dicts, tqdm bars rewritten with \\r, ANSI colours, UserWarnings and
 op-compat warnings that look like errors, NCCL INFO lines), then one real
 failure with its collateral at the end (tests/gen/genlog.py, ZeRO OOM on a
-known rank). Deterministic: python3 gen_bench.py SIZE OUT [--seed N]"""
+known rank). Deterministic: python3 gen_bench.py SIZE OUT [--seed N]
+Above 1 GiB the first 256 MiB of lines are repeated up to SIZE (writing
+10 GB line by line in Python would take a quarter of an hour)."""
 import os
 import random
 import subprocess
@@ -37,9 +39,11 @@ def main():
     weights = [30, 10, 10, 25, 8, 4, 10, 1, 2]
     written = 0
     st = 0
+    unique = size if size <= (1 << 30) else 256 << 20
     with open(out, "w", newline="") as f:
         buf = []
-        while written < size:
+        block = [] if unique < size else None
+        while written < unique:
             t = rnd.choices(templates, weights)[0]
             st += 1
             p = rnd.randrange(100)
@@ -51,9 +55,23 @@ def main():
             buf.append(line)
             written += len(line)
             if len(buf) >= 4096:
-                f.write("".join(buf))
+                chunk = "".join(buf)
+                f.write(chunk)
+                if block is not None:
+                    block.append(chunk)
                 buf = []
-        f.write("".join(buf))
+        chunk = "".join(buf)
+        f.write(chunk)
+        if block is not None:
+            block.append(chunk)
+            whole = "".join(block)
+            while written < size:
+                part = whole[: size - written] if size - written < len(whole) else whole
+                cut = part.rfind("\n") + 1 if len(part) < len(whole) else len(part)
+                f.write(part[:cut] if cut else part)
+                written += cut if cut else len(part)
+                if cut == 0:
+                    break
         tail = subprocess.run([sys.executable, os.path.join(HERE, "..", "gen", "genlog.py"), "--seed", str(seed),
                                "--dialect", "rank", "--kind", "ds-oom", "--world-size", "64", "--table", "on",
                                "-o", out + ".tail"], capture_output=True, text=True)
