@@ -448,6 +448,13 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         printf("%s\n", cat->rules[i].sigs[k].regex);
   } else if (!strcmp(sub, "check")) {
     size_t fails = 0, warns = 0, samples = 0;
+    size_t pairs = ddx_prefilter_short_pairs(cat->prefilter);
+    if (pairs > DDX_PREFILTER_SIMD_PAIRS) {
+      printf("warning: the catalog's literals of 2-6 bytes need %zu distinct byte pairs (more than "
+             "%d): the short-literal pass goes a byte at a time; make literals 7+ bytes long\n",
+             pairs, DDX_PREFILTER_SIMD_PAIRS);
+      warns++;
+    }
     for (size_t i = 0; i < cat->nrules; i++) {
       const ddx_rule_t *r = &cat->rules[i];
       /* A signature is only as selective as its most frequent literal:

@@ -37,11 +37,11 @@
 #define HASH_BITS 20
 #define HASH_SIZE (1u << HASH_BITS)
 
-#define STRIDE 4                  /* bytes between tested positions */
-#define LONG_MIN (4 + STRIDE - 1) /* shortest literal of the narrow level */
-#define WIDE_MIN (8 + STRIDE - 1) /* shortest literal of the wide level */
-#define KEY_BITS 16               /* narrow level: bitmaps of 8-byte keys */
-#define SHORT_SIMD_PAIRS 16       /* most distinct short-literal pairs for SIMD */
+#define STRIDE 4                                  /* bytes between tested positions */
+#define LONG_MIN (4 + STRIDE - 1)                 /* shortest literal of the narrow level */
+#define WIDE_MIN (8 + STRIDE - 1)                 /* shortest literal of the wide level */
+#define KEY_BITS 16                               /* narrow level: bitmaps of 8-byte keys */
+#define SHORT_SIMD_PAIRS DDX_PREFILTER_SIMD_PAIRS /* most distinct short pairs for SIMD */
 
 typedef struct pf_lit {
   const char *bytes; /* owned copy */
@@ -596,4 +596,8 @@ int ddx_prefilter_scan(const ddx_prefilter_t *pf, const char *buf, size_t len,
       if ((rc = pf_test(pf, b, len, i, cb, ctx))) return rc;
   }
   return pf->npairs ? pf_scan_short(pf, b, len, cb, ctx) : 0;
+}
+
+size_t ddx_prefilter_short_pairs(const ddx_prefilter_t *pf) {
+  return pf->npairs;
 }

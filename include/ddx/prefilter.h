@@ -27,6 +27,11 @@ int ddx_prefilter_build(ddx_prefilter_t *pf);
 /* Finds every occurrence of every literal in buf[0..len). */
 int ddx_prefilter_scan(const ddx_prefilter_t *pf, const char *buf, size_t len,
                        ddx_prefilter_hit_cb cb, void *ctx);
+/* Distinct byte pairs the short literals (2-6 bytes) are anchored on, and
+ * the most the SIMD short pass takes; above it that pass goes a byte at a
+ * time (ddx rules check warns). */
+size_t ddx_prefilter_short_pairs(const ddx_prefilter_t *pf);
+#define DDX_PREFILTER_SIMD_PAIRS 16
 /* A selectivity score for a literal: the estimated frequency of its rarest
  * pair (lower is better); ddx rules check warns above a threshold. */
 double ddx_prefilter_literal_cost(const char *lit, size_t len);

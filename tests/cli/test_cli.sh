@@ -140,6 +140,18 @@ JSON
 }
 mkdir -p "$T/r1" && good_rule test.ok 'boom' >"$T/r1/test.ok.json"
 expect_rc 0 "a good user rule passes rules check" "$DDX" rules check "$T/r1"
+# twenty short literals on twenty distinct byte pairs: the SIMD short pass cannot take them
+mkdir -p "$T/rs" && cat >"$T/rs/test.short.json" <<'JSON'
+{"id": "test.short", "title": "t", "phase": "step", "severity": "error", "role": "cause", "priority": 50,
+ "signatures": [{"regex": "(?:qa|qb|qc|qd|qe|qf|qg|qh|qi|qj|qk|ql|qm|qn|qo|qp|qq|qr|qs|qt)!", "literals": ["qa!", "qb!", "qc!", "qd!", "qe!", "qf!", "qg!", "qh!", "qi!", "qj!", "qk!", "ql!", "qm!", "qn!", "qo!", "qp!", "qq!", "qr!", "qs!", "qt!"]}],
+ "summary": "s", "mechanism": "m", "fix": ["f"],
+ "samples": {"positive": [{"text": "boom qa! here"}, {"text": "qt!"}], "negative": [{"text": "quiet"}]}}
+JSON
+expect_rc 0 "many short literals still check" "$DDX" rules check "$T/rs"
+contains "$T/out" "distinct byte pairs" "rules check warns when short literals need more pairs than the SIMD pass takes"
+printf 'line one\nstep 2 then qt! failed\n' >"$T/short.log"
+expect_rc 1 "many short literals still match (scalar short pass)" "$DDX" diagnose --rules "$T/rs" "$T/short.log"
+contains "$T/out" "test.short" "the short literal's rule is the diagnosis"
 mkdir -p "$T/r2" && printf '{"id": "x.y", ' >"$T/r2/bad.json"
 expect_rc 2 "invalid JSON" "$DDX" rules check "$T/r2"
 contains "$T/err" "bad.json:1" "invalid JSON names file and line"
