@@ -9,6 +9,7 @@
  * runs. Its result is published only when the document still has the
  * version it scanned. */
 #include "ddx/lsp.h"
+#include "ddx/split.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +149,13 @@ void ddx_lsp_result_free(ddx_lsp_result_t *r) {
 
 /* Runs on a pool thread: touches only the job, its snapshot and the
  * (immutable, shareable) catalog. */
+/* A file job's read hook (any part's thread): progress and cancel. */
+static int lsp_on_read(void *ctx, size_t n) {
+  ddx_lsp_job_t *j = ctx;
+  atomic_fetch_add(&j->done, (unsigned long long)n);
+  return atomic_load(&j->cancel);
+}
+
 static void lsp_work(uv_work_t *req) {
   ddx_lsp_job_t *j = req->data;
   ddx_lsp_result_t *r = calloc(1, sizeof *r);
@@ -162,36 +170,12 @@ static void lsp_work(uv_work_t *req) {
   }
   int rc = 0;
   if (j->kind == DDX_LSP_JOB_FILE) {
-    int fd = open(j->path, O_RDONLY);
-    char *buf = malloc(LSP_FEED_CHUNK);
-    if (fd < 0 || !buf) {
-      j->rc = ddx_error_set(&j->err, DDX_EIO, "%s: %s", j->path,
-                            fd < 0 ? strerror(errno) : "out of memory");
-      if (fd >= 0) close(fd);
-      free(buf);
-      return;
-    }
-    rc = ddx_scan_begin(&r->scan, j->path);
-    while (!rc) {
-      if (atomic_load(&j->cancel)) {
-        rc = DDX_EINVAL;
-        ddx_error_set(&j->err, rc, "cancelled");
-        break;
-      }
-      ssize_t n = read(fd, buf, LSP_FEED_CHUNK);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        rc = ddx_error_set(&j->err, DDX_EIO, "%s: read failed: %s", j->path, strerror(errno));
-        break;
-      }
-      if (n == 0) break;
-      rc = ddx_scan_feed(&r->scan, buf, (size_t)n);
-      atomic_fetch_add(&j->done, (unsigned long long)n);
-    }
-    int rc2 = ddx_scan_end(&r->scan);
-    if (!rc) rc = rc2;
-    close(fd);
-    free(buf);
+    /* A big file is scanned in parts on several threads (ddx/split.h);
+     * every part reports its bytes and sees the cancel flag. */
+    r->scan.on_read = lsp_on_read;
+    r->scan.on_read_ctx = j;
+    rc = ddx_split_scan(&r->scan, j->path, ddx_split_threads(), DDX_SPLIT_MIN_DEFAULT, &j->err);
+    if (rc && atomic_load(&j->cancel)) ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
   } else {
     const char *name = j->uri ? ddx_lsp_basename(j->uri) : "text";
     rc = ddx_scan_begin(&r->scan, name);

@@ -20,6 +20,7 @@
 #include "ddx/report.h"
 #include "ddx/rules.h"
 #include "ddx/scan.h"
+#include "ddx/split.h"
 
 #define DDX_VERSION "0.1.0"
 #define MAX_RULE_DIRS 32
@@ -130,70 +131,6 @@ static void free_inputs(ddx_vec_t *v) {
 }
 
 /* merge: the inputs are event files written by --events-out. */
-/* One part of a big file, scanned on its own thread. */
-typedef struct part {
-  ddx_scan_t scan;
-  const char *path;
-  uint64_t from, to;
-  int rc;
-  ddx_error_t err;
-  uv_thread_t tid;
-} part_t;
-
-static void part_run(void *arg) {
-  part_t *p = arg;
-  p->rc = ddx_scan_path_range(&p->scan, p->path, p->from, p->to, &p->err);
-}
-
-#define MAX_THREADS 16
-
-/* Scans one input: a regular file of split_min bytes or more in up to
- * `threads` parts at once (the first on this thread), merged in order;
- * anything else in one pass. */
-static int scan_input(ddx_scan_t *scan, const ddx_catalog_t *cat, const char *path, size_t threads,
-                      uint64_t split_min, ddx_error_t *err) {
-  struct stat st;
-  if (threads < 2 || !strcmp(path, "-") || stat(path, &st) || !S_ISREG(st.st_mode) ||
-      (uint64_t)st.st_size < split_min)
-    return ddx_scan_path(scan, path, err);
-  uint64_t bounds[MAX_THREADS + 1];
-  size_t n = ddx_scan_plan(path, (uint64_t)st.st_size, threads, bounds);
-  if (n < 2) return ddx_scan_path(scan, path, err);
-  part_t *parts = calloc(n, sizeof *parts);
-  if (!parts) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  size_t started = 0;
-  int rc = 0;
-  for (size_t i = 1; i < n && !rc; i++) {
-    part_t *p = &parts[i];
-    p->path = path;
-    p->from = bounds[i];
-    p->to = bounds[i + 1];
-    if (ddx_scan_init(&p->scan, cat)) {
-      rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
-      break;
-    }
-    started = i;
-    if (uv_thread_create(&p->tid, part_run, p)) {
-      part_run(p);    /* no thread: scan it here */
-      p->path = NULL; /* nothing to join */
-    }
-  }
-  if (!rc) rc = ddx_scan_path_range(scan, path, 0, bounds[1], err);
-  for (size_t i = 1; i <= started; i++) {
-    part_t *p = &parts[i];
-    if (p->path) uv_thread_join(&p->tid);
-    if (!rc && p->rc) {
-      *err = p->err;
-      rc = p->rc;
-    }
-    if (!rc && (rc = ddx_scan_merge(scan, &p->scan)))
-      ddx_error_set(err, rc, "%s: merging the parts of the scan failed", path);
-    ddx_scan_free(&p->scan);
-  }
-  free(parts);
-  return rc;
-}
-
 static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   const char *format = "text";
   size_t threads = 0;
@@ -221,7 +158,7 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
       if (++i >= argc) return usage("--threads needs a number");
       char *end;
       long t = strtol(argv[i], &end, 10);
-      if (*end || t < 1 || t > MAX_THREADS) return usage("--threads must be 1 to 16");
+      if (*end || t < 1 || t > DDX_SPLIT_MAX_THREADS) return usage("--threads must be 1 to 16");
       threads = (size_t)t;
     } else if (!strcmp(a, "--evidence")) {
       evidence = true;
@@ -265,18 +202,15 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
     return 2;
   }
   double t0 = now_s();
-  if (!threads) {
-    unsigned cpus = uv_available_parallelism();
-    threads = cpus > MAX_THREADS ? MAX_THREADS : cpus ? cpus : 1;
-  }
+  if (!threads) threads = ddx_split_threads();
   const char *sm = getenv("DDX_SPLIT_MIN");
-  uint64_t split_min = sm && *sm ? strtoull(sm, NULL, 10) : (uint64_t)64 << 20;
+  uint64_t split_min = sm && *sm ? strtoull(sm, NULL, 10) : DDX_SPLIT_MIN_DEFAULT;
   if (split_min < 1) split_min = 1;
   for (size_t i = 0; i < inputs.len; i++) {
     ddx_error_t err = {0};
     const char *in = DDX_VEC_AT(&inputs, char *, i);
     if (merge ? ddx_events_read(&scan, in, &err)
-              : scan_input(&scan, cat, in, threads, split_min, &err)) {
+              : ddx_split_scan(&scan, in, threads, split_min, &err)) {
       fprintf(stderr, "ddx: %s\n", err.msg);
       ddx_scan_free(&scan);
       ddx_catalog_free(cat);

@@ -810,6 +810,10 @@ static int scan_fd(ddx_scan_t *s, int fd, const char *path, const char *name, ui
     }
     if (n == 0) break;
     at += (uint64_t)n;
+    if (s->on_read && s->on_read(s->on_read_ctx, (size_t)n)) {
+      rc = ddx_error_set(err, DDX_EINVAL, "%s: cancelled", path);
+      break;
+    }
     s->len += (size_t)n;
     s->bytes += (size_t)n;
     s->last_byte = s->buf[s->len - 1];

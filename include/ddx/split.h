@@ -1,0 +1,28 @@
+/* ddx/split.h - owns scanning one big file on several threads: it cuts a
+ * regular file into parts after newlines (ddx_scan_plan), scans each part
+ * with its own ddx_scan_t on a libuv thread (the first on the caller's),
+ * and merges them in order into the caller's scan (ddx_scan_merge), so the
+ * result is what one pass would have stored. A front-end module, like the
+ * CLI and the language server that use it: the engine has no threads. */
+#ifndef DDX_SPLIT_H
+#define DDX_SPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddx/scan.h"
+
+#define DDX_SPLIT_MAX_THREADS 16
+#define DDX_SPLIT_MIN_DEFAULT ((uint64_t)64 << 20) /* smaller files: one pass */
+
+/* The threads to use by default: the CPUs available, at most
+ * DDX_SPLIT_MAX_THREADS. */
+size_t ddx_split_threads(void);
+
+/* Scans path into scan: in up to `threads` parts when it is a regular file
+ * of split_min bytes or more, else in one pass (stdin: "-"). The scan's
+ * on_read hook, if set, is called from every part's thread. */
+int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t split_min,
+                   ddx_error_t *err);
+
+#endif

@@ -1,0 +1,74 @@
+/* split.c - one big file scanned on several threads (see ddx/split.h). */
+#include "ddx/split.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+size_t ddx_split_threads(void) {
+  unsigned cpus = uv_available_parallelism();
+  return cpus > DDX_SPLIT_MAX_THREADS ? DDX_SPLIT_MAX_THREADS : cpus ? cpus : 1;
+}
+
+/* One part of a big file, scanned on its own thread. */
+typedef struct part {
+  ddx_scan_t scan;
+  const char *path;
+  uint64_t from, to;
+  int rc;
+  ddx_error_t err;
+  uv_thread_t tid;
+} part_t;
+
+static void part_run(void *arg) {
+  part_t *p = arg;
+  p->rc = ddx_scan_path_range(&p->scan, p->path, p->from, p->to, &p->err);
+}
+
+int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t split_min,
+                   ddx_error_t *err) {
+  struct stat st;
+  if (threads < 2 || !strcmp(path, "-") || stat(path, &st) || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size < split_min)
+    return ddx_scan_path(scan, path, err);
+  if (threads > DDX_SPLIT_MAX_THREADS) threads = DDX_SPLIT_MAX_THREADS;
+  uint64_t bounds[DDX_SPLIT_MAX_THREADS + 1];
+  size_t n = ddx_scan_plan(path, (uint64_t)st.st_size, threads, bounds);
+  if (n < 2) return ddx_scan_path(scan, path, err);
+  part_t *parts = calloc(n, sizeof *parts);
+  if (!parts) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  size_t started = 0;
+  int rc = 0;
+  for (size_t i = 1; i < n && !rc; i++) {
+    part_t *p = &parts[i];
+    p->path = path;
+    p->from = bounds[i];
+    p->to = bounds[i + 1];
+    if (ddx_scan_init(&p->scan, scan->cat)) {
+      rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
+      break;
+    }
+    p->scan.on_read = scan->on_read;
+    p->scan.on_read_ctx = scan->on_read_ctx;
+    started = i;
+    if (uv_thread_create(&p->tid, part_run, p)) {
+      part_run(p);    /* no thread: scan it here */
+      p->path = NULL; /* nothing to join */
+    }
+  }
+  if (!rc) rc = ddx_scan_path_range(scan, path, 0, bounds[1], err);
+  for (size_t i = 1; i <= started; i++) {
+    part_t *p = &parts[i];
+    if (p->path) uv_thread_join(&p->tid);
+    if (!rc && p->rc) {
+      *err = p->err;
+      rc = p->rc;
+    }
+    if (!rc && (rc = ddx_scan_merge(scan, &p->scan)))
+      ddx_error_set(err, rc, "%s: merging the parts of the scan failed", path);
+    ddx_scan_free(&p->scan);
+  }
+  free(parts);
+  return rc;
+}
