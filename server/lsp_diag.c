@@ -170,11 +170,15 @@ static void lsp_work(uv_work_t *req) {
   }
   int rc = 0;
   if (j->kind == DDX_LSP_JOB_FILE) {
-    /* A big file is scanned in parts on several threads (ddx/split.h);
-     * every part reports its bytes and sees the cancel flag. */
+    /* A big file is scanned in parts on several threads (ddx/split.h),
+     * all CPUs but one: the editor's loop keeps a core (on two CPUs a
+     * second scanning thread tripled the hover p99 during the scan).
+     * Every part reports its bytes and sees the cancel flag. */
+    size_t threads = ddx_split_threads();
+    threads = threads > 2 ? threads - 1 : 1;
     r->scan.on_read = lsp_on_read;
     r->scan.on_read_ctx = j;
-    rc = ddx_split_scan(&r->scan, j->path, ddx_split_threads(), DDX_SPLIT_MIN_DEFAULT, &j->err);
+    rc = ddx_split_scan(&r->scan, j->path, threads, DDX_SPLIT_MIN_DEFAULT, &j->err);
     if (rc && atomic_load(&j->cancel)) ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
   } else {
     const char *name = j->uri ? ddx_lsp_basename(j->uri) : "text";
