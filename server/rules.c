@@ -544,6 +544,50 @@ static bool is_rule_file(const char *name) {
   return ends_with(name, ".json") && !ends_with(name, ".schema.json");
 }
 
+/* pf_rest and pf_last of the catalog (see ddx/rules.h). */
+static int build_split_prefilters(ddx_catalog_t *cat, const char *const *builtin,
+                                  ddx_error_t *err) {
+  bool any = false;
+  for (size_t k = 0; k < cat->nlits && !any; k++) {
+    const ddx_literal_ref_t *r = &cat->lit_refs[k];
+    any = r->rule != DDX_BUILTIN_RULE && !r->is_ctx && cat->rules[r->rule].anchor_last;
+  }
+  if (!any) return 0;
+  cat->pf_rest = ddx_prefilter_new();
+  cat->pf_last = ddx_prefilter_new();
+  cat->rest_ids = ddx_arena_alloc(&cat->arena, (cat->nlits + 1) * sizeof *cat->rest_ids);
+  cat->last_ids = ddx_arena_alloc(&cat->arena, (cat->nlits + 1) * sizeof *cat->last_ids);
+  if (!cat->pf_rest || !cat->pf_last || !cat->rest_ids || !cat->last_ids)
+    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  /* walk the literals in id order once (literal_at per id would be
+   * quadratic): same nesting as build_prefilter */
+  size_t k = 0;
+  for (size_t r = 0; r <= cat->nrules; r++) {
+    size_t np2 = r < cat->nrules ? 2 : 1;
+    for (size_t pass = 0; pass < np2; pass++) {
+      const ddx_pattern_t *pats =
+          r < cat->nrules ? (pass ? cat->rules[r].ctx : cat->rules[r].sigs) : NULL;
+      size_t np = r < cat->nrules ? (pass ? cat->rules[r].nctx : cat->rules[r].nsigs) : 1;
+      for (size_t p = 0; p < np; p++) {
+        size_t nl = pats ? pats[p].literals.n : cat->nlits - k;
+        for (size_t l = 0; l < nl; l++, k++) {
+          const char *lit = pats ? pats[p].literals.v[l] : builtin[l];
+          const ddx_literal_ref_t *ref = &cat->lit_refs[k];
+          bool last =
+              ref->rule != DDX_BUILTIN_RULE && !ref->is_ctx && cat->rules[ref->rule].anchor_last;
+          ddx_prefilter_t *pf = last ? cat->pf_last : cat->pf_rest;
+          int32_t id = ddx_prefilter_add(pf, lit, strlen(lit));
+          if (id < 0) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+          (last ? cat->last_ids : cat->rest_ids)[id] = (uint32_t)k;
+        }
+      }
+    }
+  }
+  if (ddx_prefilter_build(cat->pf_rest) || ddx_prefilter_build(cat->pf_last))
+    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  return 0;
+}
+
 static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
   cat->prefilter = ddx_prefilter_new();
   ddx_vec_t refs;
@@ -591,7 +635,7 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
   cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));
   if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
   ddx_vec_free(&refs);
-  return 0;
+  return build_split_prefilters(cat, builtin, err);
 }
 
 /* Loads one rule file's JSON text into the next slot of cat->rules. The
@@ -681,6 +725,8 @@ void ddx_catalog_free(ddx_catalog_t *cat) {
     }
   }
   ddx_prefilter_free(cat->prefilter);
+  ddx_prefilter_free(cat->pf_rest);
+  ddx_prefilter_free(cat->pf_last);
   ddx_arena_free(&cat->arena);
   free(cat);
 }

@@ -557,22 +557,9 @@ static bool has_capture(const ddx_pattern_t *p, const char *name) {
 /* The backward pass over a block's deferred candidates (see
  * ddx_rank_progress_t): newest first, each rule stops once its newest
  * event and the newest event of every rank it knows are found. */
-static int eval_deferred(ddx_scan_t *s) {
+static int eval_deferred(ddx_scan_t *s, uint8_t *state, size_t *done, size_t *openp) {
   const deferred_t *ds = s->deferred.data;
-  size_t nd = s->deferred.len, open = 0;
-  /* per rule: 0 untouched, 1 searching, 2 newest found, 3 done */
-  uint8_t *state = calloc(s->cat->nrules, 1);
-  if (!state) return DDX_ENOMEM;
-  for (size_t i = 0; i < nd; i++)
-    if (!state[ds[i].ref->rule]) {
-      state[ds[i].ref->rule] = 1;
-      open++;
-    }
-  size_t *done = calloc(s->cat->nrules, sizeof *done); /* ranks found, per rule */
-  if (!done) {
-    free(state);
-    return DDX_ENOMEM;
-  }
+  size_t nd = s->deferred.len, open = *openp;
   size_t ov[2 * MAX_CAPS], norm_ls = (size_t)-1, tlen = 0;
   ddx_line_meta_t meta;
   int rc = 0;
@@ -641,8 +628,135 @@ static int eval_deferred(ddx_scan_t *s) {
       open--;
     }
   }
-  free(state);
-  free(done);
+  *openp = open;
+  return rc;
+}
+
+/* Per-rule state of a block's backward pass: 0 untouched, 1 searching,
+ * 2 newest found, 3 done; done[r]: ranks found. */
+typedef struct back_state {
+  uint8_t *state;
+  size_t *done;
+  size_t open;
+} back_state_t;
+
+static int back_init(ddx_scan_t *s, back_state_t *b) {
+  b->state = calloc(s->cat->nrules + 1, 1);
+  b->done = calloc(s->cat->nrules + 1, sizeof *b->done);
+  b->open = 0;
+  if (b->state && b->done) return 0;
+  free(b->state);
+  free(b->done);
+  return DDX_ENOMEM;
+}
+
+static void back_free(back_state_t *b) {
+  free(b->state);
+  free(b->done);
+}
+
+/* The deferred candidates of a block where a rule reached its cap. */
+static int eval_deferred_block(ddx_scan_t *s) {
+  back_state_t b;
+  if (back_init(s, &b)) return DDX_ENOMEM;
+  const deferred_t *ds = s->deferred.data;
+  for (size_t i = 0; i < s->deferred.len; i++)
+    if (!b.state[ds[i].ref->rule]) {
+      b.state[ds[i].ref->rule] = 1;
+      b.open++;
+    }
+  int rc = eval_deferred(s, b.state, b.done, &b.open);
+  back_free(&b);
+  return rc;
+}
+
+/* Whether every anchor-last rule has stored its cap: then a block's
+ * progress literals need not be looked for in all of it. */
+static bool progress_saturated(const ddx_scan_t *s) {
+  if (!s->cat->pf_last) return false;
+  for (size_t r = 0; r < s->cat->nrules; r++)
+    if (s->cat->rules[r].anchor_last && s->cat->rules[r].nsigs &&
+        s->rule_stored[r] < DDX_SCAN_MAX_HITS_PER_RULE)
+      return false;
+  return true;
+}
+
+static int collect_rest_cb(void *ctx, uint32_t lit, size_t pos) {
+  ddx_scan_t *s = ctx;
+  return collect_cb(ctx, s->cat->rest_ids[lit], pos);
+}
+
+static int collect_last_cb(void *ctx, uint32_t lit, size_t pos) {
+  ddx_scan_t *s = ctx;
+  return collect_cb(ctx, s->cat->last_ids[lit], pos);
+}
+
+#define TAIL_CHUNK (64u << 10)
+
+/* A saturated block's progress: its progress literals are looked for from
+ * the end backwards, 64 KiB at a time, each stretch's candidates read
+ * newest first, until every anchor-last rule has its newest event and
+ * every rank it knows (ddx_rank_progress_t). Lines are numbered back
+ * from the block's end. */
+static int tail_progress(ddx_scan_t *s, size_t end) {
+  back_state_t b;
+  if (back_init(s, &b)) return DDX_ENOMEM;
+  for (size_t r = 0; r < s->cat->nrules; r++)
+    if (s->cat->rules[r].anchor_last && s->cat->rules[r].nsigs) {
+      b.state[r] = 1;
+      b.open++;
+    }
+  const char *buf = s->buf;
+  uint64_t line_end = s->line_no, terms_hi = 0;
+  size_t hi = end;
+  int rc = 0;
+  while (!rc && hi > 0 && b.open) {
+    size_t lo = hi > TAIL_CHUNK ? hi - TAIL_CHUNK : 0;
+    if (lo > 0) { /* back to a line start, not between \r and \n */
+      while (lo > 0 && buf[lo - 1] != '\n' && buf[lo - 1] != '\r')
+        lo--;
+      if (lo > 0 && buf[lo - 1] == '\r' && lo < end && buf[lo] == '\n') lo++;
+      if (lo >= hi) lo = 0;
+    }
+    uint64_t terms_lo = terms_hi + count_terms(buf, lo, hi, end);
+    s->cands.len = 0;
+    rc = ddx_prefilter_scan(s->cat->pf_last, buf + lo, hi - lo, collect_last_cb, s);
+    cand_t *cs = s->cands.data;
+    size_t nc = s->cands.len;
+    for (size_t i = 0; i < nc; i++)
+      cs[i].pos += lo;
+    if (!rc && nc > 1) rc = sort_cands(&s->cands, &s->cands_tmp);
+    cs = s->cands.data;
+    s->deferred.len = 0;
+    size_t lpos = lo, tpos = next_term(buf, lo, hi), cur_true = (size_t)-1, cur_ls = 0, cur_le = 0;
+    uint64_t line = line_end - terms_lo;
+    for (size_t i = 0; !rc && i < nc; i++) {
+      size_t pos = cs[i].pos;
+      while (tpos < pos) {
+        size_t nx = tpos + 1;
+        if (buf[tpos] == '\r' && nx < end && buf[nx] == '\n') nx++;
+        line++;
+        lpos = nx;
+        tpos = next_term(buf, lpos, hi);
+      }
+      if (lpos != cur_true || pos + LONG_LINE_TAIL >= cur_ls + DDX_LINE_MAX) {
+        cur_true = lpos;
+        cur_ls = pos - lpos > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : lpos;
+        cur_le = tpos;
+        if (cur_le - cur_ls > DDX_LINE_MAX) cur_le = cur_ls + DDX_LINE_MAX;
+      }
+      deferred_t *d = ddx_vec_push(&s->deferred);
+      if (!d) {
+        rc = DDX_ENOMEM;
+        break;
+      }
+      *d = (deferred_t){cur_ls, cur_le, line, &s->cat->lit_refs[cs[i].lit]};
+    }
+    if (!rc) rc = eval_deferred(s, b.state, b.done, &b.open);
+    terms_hi = terms_lo;
+    hi = lo;
+  }
+  back_free(&b);
   return rc;
 }
 
@@ -653,7 +767,9 @@ static int process(ddx_scan_t *s, size_t end) {
   s->cands.len = 0;
   s->deferred.len = 0;
   s->block++;
-  rc = ddx_prefilter_scan(s->cat->prefilter, s->buf, end, collect_cb, s);
+  bool sat = progress_saturated(s);
+  rc = sat ? ddx_prefilter_scan(s->cat->pf_rest, s->buf, end, collect_rest_cb, s)
+           : ddx_prefilter_scan(s->cat->prefilter, s->buf, end, collect_cb, s);
   if (rc) return rc;
   cand_t *cs = s->cands.data;
   size_t nc = s->cands.len;
@@ -661,7 +777,7 @@ static int process(ddx_scan_t *s, size_t end) {
   if (nc == 0) {
     s->line_no += count_terms(s->buf, s->count_pos, end, end);
     s->count_pos = end;
-    return 0;
+    return sat ? tail_progress(s, end) : 0;
   }
   const ddx_literal_ref_t *refs[MAX_REFS_PER_LINE];
   /* A group is the candidates of one line; in a line longer than the
@@ -708,7 +824,8 @@ static int process(ddx_scan_t *s, size_t end) {
   }
   s->line_no += count_terms(s->buf, lpos, end, end);
   s->count_pos = end;
-  return s->deferred.len ? eval_deferred(s) : 0;
+  if (sat) return tail_progress(s, end);
+  return s->deferred.len ? eval_deferred_block(s) : 0;
 }
 
 /* Finds the end of the last complete line in buf[0..len). A trailing \r is

@@ -110,6 +110,12 @@ typedef struct ddx_catalog {
   ddx_prefilter_t *prefilter;
   ddx_literal_ref_t *lit_refs; /* indexed by prefilter literal id */
   size_t nlits;
+  /* The same literals split in two, for blocks where every anchor-last
+   * rule has stored its cap (ddx/scan.h): pf_last holds those rules'
+   * signature literals, pf_rest all the others; *_ids map their literal
+   * ids to the full prefilter's. NULL when no rule is anchor-last. */
+  ddx_prefilter_t *pf_rest, *pf_last;
+  uint32_t *rest_ids, *last_ids;
   uint32_t npatterns;  /* signatures + contexts over all rules */
   bool jit;            /* JIT compiled */
   ddx_strs_t warnings; /* non-fatal loader warnings */

@@ -11,10 +11,23 @@ trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# The JSON without its timing and without the event count of anchor-last
+# (progress) rules: past the cap, stretches no rank needs are not read, so
+# that count depends on where parts and blocks begin.
+norm() {
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+d["stats"].pop("seconds", None)
+for i in d["incidents"]:
+    for x in [i] + i.get("collateral", []):
+        if x.get("rule") == "train.hang": x.pop("count", None)
+print(json.dumps(d, indent=1, sort_keys=True))'
+}
 same() { # same FILE THREADS...: one pass and each split give the same JSON
-  "$DDX" diagnose --threads 1 --format json "$1" 2>&1 | grep -v '"seconds"' >"$T/one"
+  "$DDX" diagnose --threads 1 --format json "$1" 2>&1 | norm >"$T/one"
   for t in "${@:2}"; do
-    DDX_SPLIT_MIN=1 "$DDX" diagnose --threads "$t" --format json "$1" 2>&1 | grep -v '"seconds"' >"$T/split"
+    DDX_SPLIT_MIN=1 "$DDX" diagnose --threads "$t" --format json "$1" 2>&1 | norm >"$T/split"
     cmp -s "$T/one" "$T/split" && ok || { bad "$1: $t threads differ from one"; diff "$T/one" "$T/split" | head -5 >&2; }
   done
 }

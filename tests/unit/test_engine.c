@@ -320,8 +320,10 @@ static void test_progress_past_cap(const ddx_catalog_t *cat) {
     CHECK_EQ_INT(r.d.incidents[0].rank, 5);
     CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "step"), "3000"));
     CHECK_EQ_INT(r.d.incidents[0].hit->line, want[7]);
-    /* every progress line counts, evaluated or skipped */
-    CHECK_EQ_INT(r.scan.rule_hits[hang->index], (uint64_t)(steps * 7 + stop_at));
+    /* past the cap, stretches no rank needs are not read: the count is
+     * the events read, between the cap and every progress line */
+    CHECK(r.scan.rule_hits[hang->index] >= DDX_SCAN_MAX_HITS_PER_RULE);
+    CHECK(r.scan.rule_hits[hang->index] <= (uint64_t)(steps * 7 + stop_at));
     done(&r);
     ddx_sb_free(&b);
   }
