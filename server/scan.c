@@ -523,6 +523,10 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
       continue;
     }
     const ddx_pattern_t *p = ref_pattern(s->cat, refs[i]);
+    /* a file-scope context already kept for this input: nothing to learn */
+    if (refs[i]->is_ctx && p->scope_file &&
+        s->ctx_file_seen[s->ctx_base[refs[i]->rule] + refs[i]->pattern] == s->cur + 1)
+      continue;
     int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);
     if (m < 0) {
       s->regex_errors++;
