@@ -288,10 +288,10 @@ static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
     better = !fb;
   else if (e->severity != g->anchor.severity)
     better = e->severity > g->anchor.severity;
+  else if (rule->anchor_last) /* the last progress line, ranked or not (a tqdm bar) */
+    better = !hit_before(e->hit, g->anchor.hit);
   else if ((e->rank >= 0) != (g->anchor.rank >= 0))
     better = e->rank >= 0; /* an event that names its rank says more */
-  else if (rule->anchor_last)
-    better = !hit_before(e->hit, g->anchor.hit);
   else
     better = hit_before(e->hit, g->anchor.hit);
   if (better) g->anchor = *e;

@@ -58,6 +58,41 @@ assert i['rule'] == 'train.hang', i['rule']
 assert i['rank'] == 3, i['rank']
 " && ok || bad "4 threads: the hang's quiet rank is 3"
 
+# A hang whose last progress line is a tqdm bar (no rank), with \r\n and
+# bare \r endings and lines longer than the backward pass's 64 KiB
+# stretches: the incident is the newest progress line, the rank the one
+# that stopped, with one pass and with parts.
+for seed in 1 3; do
+  python3 - "$T/edge.log" "$seed" <<'PY'
+import json, random, sys
+random.seed(int(sys.argv[2]))
+lines, last, stop = [], 0, random.randint(1000, 3900)
+for st in range(1, 4001):
+    for r in range(8):
+        if r == 5 and st > stop:
+            continue
+        if random.random() < 0.002:
+            lines.append((f"[rank{r}]: " + "x" * random.randint(70000, 200000), "\n"))
+        lines.append((f"[rank{r}]: {{'loss': 1.25, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.10}}", random.choice(["\n", "\r\n"])))
+        last = len(lines)
+        if random.random() < 0.3:
+            lines.append((f" 45%|####      | {st}/20000 [1:00:01<3:12:00,  1.67s/it]", "\r"))
+            last = len(lines)
+with open(sys.argv[1], "w", newline="") as f:
+    f.write("".join(t + e for t, e in lines))
+json.dump({"line": last}, open(sys.argv[1] + ".truth", "w"))
+PY
+  same "$T/edge.log" 3
+  want=$(python3 -c "import json; print(json.load(open('$T/edge.log.truth'))['line'])")
+  for t in 1 3; do
+    DDX_SPLIT_MIN=1 "$DDX" diagnose --threads $t --format json "$T/edge.log" | python3 -c "
+import json, sys
+i = json.load(sys.stdin)['incidents'][0]
+assert (i['rule'], i['rank'], i['line']) == ('train.hang', 5, $want), (i['rule'], i['rank'], i['line'])
+" && ok || bad "seed $seed, $t threads: the hang is rank 5 at the newest progress line $want"
+  done
+done
+
 # The benchmark generator's realistic log with a failure at the end.
 python3 "$ROOT/tests/bench/gen_bench.py" 8M "$T/bench.log" >/dev/null
 same "$T/bench.log" 2 3
