@@ -9,7 +9,7 @@ root=$(pwd)
 out=${DDX_FUZZ_BUILD:-$root/build-fuzz}
 mkdir -p "$out"
 engine=$(ls server/*.c | grep -v -E 'server/(main|lsp.*|live.*|split)\.c$')
-lsp=$(ls server/lsp*.c)
+lsp="$(ls server/lsp*.c) server/split.c" # the server and the front-end module it uses
 cflags="-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -fno-omit-frame-pointer"
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 libs="$(pkg-config --libs jansson libpcre2-8 libuv) -lm"
