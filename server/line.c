@@ -97,7 +97,8 @@ static int line_num(const char *s, size_t n, size_t *i, size_t min, size_t max, 
   int64_t v = 0;
   while (j < n && line_is_digit(s[j])) {
     if (j - *i >= max) return 0;
-    v = v * 10 + (s[j] - '0');
+    /* saturate: a 20-digit run is still a run, not an overflow */
+    v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (s[j] - '0');
     j++;
   }
   if (j - *i < min) return 0;
