@@ -105,102 +105,26 @@ static int dk_ws(dk_reader_t *r) {
   return 0;
 }
 
-static int dk_hex(char c) {
-  return c >= '0' && c <= '9'   ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                : -1;
-}
-
-static size_t dk_utf8(char *d, unsigned cp) {
-  if (cp < 0x80) return d[0] = (char)cp, 1;
-  if (cp < 0x800) return d[0] = (char)(0xC0 | cp >> 6), d[1] = (char)(0x80 | (cp & 0x3F)), 2;
-  if (cp < 0x10000) {
-    d[0] = (char)(0xE0 | cp >> 12), d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    d[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  d[0] = (char)(0xF0 | cp >> 18), d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), d[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* The string at r->pos (its quote), decoded into the arena. */
+/* The string at r->pos (its quote), decoded into the arena. Lenient
+ * (ddx_json_string_check): a config is read to be checked, not edited. */
 static int dk_string(dk_reader_t *r, const char **out, size_t *out_len) {
-  size_t open = r->pos, i = open + 1;
-  while (i < r->len && r->s[i] != '"') {
-    if ((unsigned char)r->s[i] < 0x20) return dk_fail(r, i, "control character in a string");
-    i += r->s[i] == '\\' ? 2 : 1;
+  size_t open = r->pos, close, at;
+  switch (ddx_json_string_check(r->s, r->len, open + 1, false, &close, &at)) {
+  case DDX_JSTR_OK:
+    break;
+  case DDX_JSTR_CONTROL:
+    return dk_fail(r, at, "control character in a string");
+  case DDX_JSTR_ESCAPE:
+    return dk_fail(r, at, "bad escape \\%c", r->s[at + 1]);
+  case DDX_JSTR_BAD_U:
+    return dk_fail(r, at, "bad \\u escape");
+  default:
+    return dk_fail(r, open, "unterminated string");
   }
-  if (i >= r->len) return dk_fail(r, open, "unterminated string");
-  size_t close = i;
   char *d = ddx_arena_alloc(r->arena, close - open + 1);
   if (!d) return ddx_error_set(r->err, DDX_ENOMEM, "out of memory");
-  size_t n = 0;
-  for (size_t k = open + 1; k < close; k++) {
-    char c = r->s[k];
-    if (c != '\\') {
-      d[n++] = c;
-      continue;
-    }
-    char e = r->s[++k];
-    switch (e) {
-    case '"':
-      d[n++] = '"';
-      break;
-    case '\\':
-      d[n++] = '\\';
-      break;
-    case '/':
-      d[n++] = '/';
-      break;
-    case 'b':
-      d[n++] = '\b';
-      break;
-    case 'f':
-      d[n++] = '\f';
-      break;
-    case 'n':
-      d[n++] = '\n';
-      break;
-    case 'r':
-      d[n++] = '\r';
-      break;
-    case 't':
-      d[n++] = '\t';
-      break;
-    case 'u': {
-      unsigned cp = 0;
-      for (int h = 1; h <= 4; h++) {
-        int v = k + (size_t)h < close ? dk_hex(r->s[k + (size_t)h]) : -1;
-        if (v < 0) return dk_fail(r, k - 1, "bad \\u escape");
-        cp = cp * 16 + (unsigned)v;
-      }
-      k += 4;
-      if (cp >= 0xD800 && cp <= 0xDBFF && k + 6 < close && r->s[k + 1] == '\\' &&
-          r->s[k + 2] == 'u') {
-        unsigned lo = 0;
-        bool ok = true;
-        for (int h = 3; h <= 6 && ok; h++) {
-          int v = dk_hex(r->s[k + (size_t)h]);
-          ok = v >= 0;
-          lo = lo * 16 + (unsigned)(v < 0 ? 0 : v);
-        }
-        if (ok && lo >= 0xDC00 && lo <= 0xDFFF) {
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          k += 6;
-        }
-      }
-      n += dk_utf8(d + n, cp);
-      break;
-    }
-    default:
-      return dk_fail(r, k - 1, "bad escape \\%c", e);
-    }
-  }
-  d[n] = 0;
+  *out_len = ddx_json_string_decode(r->s, open + 1, close, d);
   *out = d;
-  *out_len = n;
   r->pos = close + 1;
   return 0;
 }

@@ -117,29 +117,6 @@ static int dsc_nomem(ddx_error_t *err) {
   return ddx_error_set(err, DDX_ENOMEM, "out of memory");
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if invalid:
- * no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t dsc_utf8_len(const unsigned char *s, size_t n) {
-  unsigned c = s[0], cp, min;
-  size_t k;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF)
-    k = 2, cp = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0)
-    k = 3, cp = c & 0x0F, min = 0x800;
-  else if (c >= 0xF0 && c <= 0xF4)
-    k = 4, cp = c & 0x07, min = 0x10000;
-  else
-    return 0;
-  if (n < k) return 0;
-  for (size_t i = 1; i < k; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return k;
-}
-
 static bool dsc_is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -165,107 +142,35 @@ static int dsc_skip_ws(dsc_parser_t *p) {
   return 0;
 }
 
-static bool dsc_hex4(const char *s, unsigned *out) {
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    char c = s[i];
-    unsigned d = dsc_is_digit(c)          ? (unsigned)(c - '0')
-                 : (c >= 'a' && c <= 'f') ? (unsigned)(c - 'a' + 10)
-                 : (c >= 'A' && c <= 'F') ? (unsigned)(c - 'A' + 10)
-                                          : 16u;
-    if (d == 16) return false;
-    v = v * 16 + d;
-  }
-  *out = v;
-  return true;
-}
-
-static size_t dsc_put_utf8(char *d, unsigned cp) {
-  if (cp < 0x80) return d[0] = (char)cp, 1;
-  if (cp < 0x800) return d[0] = (char)(0xC0 | cp >> 6), d[1] = (char)(0x80 | (cp & 0x3F)), 2;
-  if (cp < 0x10000) {
-    d[0] = (char)(0xE0 | cp >> 12), d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    d[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  d[0] = (char)(0xF0 | cp >> 18), d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), d[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Reads the string at p->pos (its '"'). A first pass validates and finds the
- * closing quote; the second decodes, knowing the escapes are well formed. */
+/* Reads the string at p->pos (its '"'), strictly (ddx_json_string_check):
+ * a file the planner edits must stay exactly valid JSON. */
 static int dsc_string(dsc_parser_t *p, const char **out, size_t *out_len) {
-  const char *s = p->s;
-  size_t open = p->pos, i = open + 1;
-  for (;;) {
-    if (i >= p->len) return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"') break;
-    if (c == '\\') {
-      char e = i + 1 < p->len ? s[i + 1] : 0;
-      unsigned u, lo;
-      if (e == 'u') {
-        if (i + 6 > p->len || !dsc_hex4(s + i + 2, &u))
-          return dsc_fail(p, i, "invalid \\u escape: %s", DSC_PLAIN);
-        if (u >= 0xDC00 && u <= 0xDFFF)
-          return dsc_fail(p, i, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
-        if (u >= 0xD800 && u <= 0xDBFF) {
-          if (i + 12 > p->len || s[i + 6] != '\\' || s[i + 7] != 'u' || !dsc_hex4(s + i + 8, &lo) ||
-              lo < 0xDC00 || lo > 0xDFFF)
-            return dsc_fail(p, i, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
-          i += 6;
-        }
-        i += 6;
-      } else if (e && strchr("\"\\/bfnrt", e)) {
-        i += 2;
-      } else if (i + 1 >= p->len) {
-        return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
-      } else {
-        return dsc_fail(p, i, "invalid escape in a string: %s", DSC_PLAIN);
-      }
-    } else if (c == '\n' || c == '\r') {
+  size_t open = p->pos, close, at;
+  switch (ddx_json_string_check(p->s, p->len, open + 1, true, &close, &at)) {
+  case DDX_JSTR_OK:
+    break;
+  case DDX_JSTR_UNTERMINATED:
+    return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
+  case DDX_JSTR_CONTROL: {
+    unsigned char c = (unsigned char)p->s[at];
+    if (c == '\n' || c == '\r')
       return dsc_fail(p, open, "unterminated string (a line break inside it): %s", DSC_PLAIN);
-    } else if (c < 0x20) {
-      return dsc_fail(p, i, "control character 0x%02x inside a string (write it as \\u%04x): %s", c,
-                      c, DSC_PLAIN);
-    } else if (c >= 0x80) {
-      size_t k = dsc_utf8_len((const unsigned char *)s + i, p->len - i);
-      if (!k) return dsc_fail(p, i, "invalid UTF-8 (byte 0x%02x): %s", c, DSC_PLAIN);
-      i += k;
-    } else {
-      i++;
-    }
+    return dsc_fail(p, at, "control character 0x%02x inside a string (write it as \\u%04x): %s", c,
+                    c, DSC_PLAIN);
   }
-  size_t close = i, n = 0;
+  case DDX_JSTR_ESCAPE:
+    return dsc_fail(p, at, "invalid escape in a string: %s", DSC_PLAIN);
+  case DDX_JSTR_BAD_U:
+    return dsc_fail(p, at, "invalid \\u escape: %s", DSC_PLAIN);
+  case DDX_JSTR_SURROGATE:
+    return dsc_fail(p, at, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
+  case DDX_JSTR_UTF8:
+    return dsc_fail(p, at, "invalid UTF-8 (byte 0x%02x): %s", (unsigned char)p->s[at], DSC_PLAIN);
+  }
   char *d = ddx_arena_alloc(p->arena, close - open); /* decoded is never longer */
   if (!d) return dsc_nomem(p->err);
-  for (size_t j = open + 1; j < close;) {
-    if (s[j] != '\\') {
-      d[n++] = s[j++];
-      continue;
-    }
-    char e = s[j + 1];
-    static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
-    const char *f = strchr(from, e);
-    if (e == 'u') {
-      unsigned u, lo;
-      dsc_hex4(s + j + 2, &u);
-      j += 6;
-      if (u >= 0xD800 && u <= 0xDBFF) {
-        dsc_hex4(s + j + 2, &lo);
-        u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-        j += 6;
-      }
-      n += dsc_put_utf8(d + n, u);
-      continue;
-    }
-    d[n++] = f ? to[f - from] : e;
-    j += 2;
-  }
-  d[n] = 0;
+  *out_len = ddx_json_string_decode(p->s, open + 1, close, d);
   *out = d;
-  *out_len = n;
   p->pos = close + 1;
   return 0;
 }
@@ -284,7 +189,7 @@ static int dsc_unexpected(dsc_parser_t *p, const char *wanted) {
   if (c == '\'')
     return dsc_fail(p, p->pos, "single-quoted string: JSON strings use double quotes: %s",
                     DSC_PLAIN);
-  if (c >= 0x80 && !dsc_utf8_len((const unsigned char *)p->s + p->pos, p->len - p->pos))
+  if (c >= 0x80 && !ddx_utf8_len((const unsigned char *)p->s + p->pos, p->len - p->pos))
     return dsc_fail(p, p->pos, "invalid UTF-8 (byte 0x%02x): %s", c, DSC_PLAIN);
   if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
     size_t n = 0;

@@ -36,29 +36,7 @@ json_t *ddx_lsp_jstr(const char *str, size_t n) {
    * editors decode it, so the client never sees a malformed message. */
   ddx_sb_t b;
   ddx_sb_init(&b);
-  const unsigned char *p = (const unsigned char *)str, *end = p + n;
-  while (p < end) {
-    size_t k = *p < 0x80             ? 1
-               : (*p & 0xE0) == 0xC0 ? 2
-               : (*p & 0xF0) == 0xE0 ? 3
-               : (*p & 0xF8) == 0xF0 ? 4
-                                     : 0;
-    bool ok = k > 0 && (size_t)(end - p) >= k;
-    for (size_t i = 1; ok && i < k; i++)
-      ok = (p[i] & 0xC0) == 0x80;
-    if (ok && k > 1) {
-      json_t *t = json_stringn((const char *)p, k); /* rejects overlongs, surrogates */
-      ok = t != NULL;
-      json_decref(t);
-    }
-    if (ok) {
-      ddx_sb_putn(&b, (const char *)p, k);
-      p += k;
-    } else {
-      ddx_sb_puts(&b, "\xEF\xBF\xBD");
-      p++;
-    }
-  }
+  ddx_sb_put_utf8_repaired(&b, str, n);
   j = json_stringn(b.s ? b.s : "", b.len);
   ddx_sb_free(&b);
   return j ? j : json_string("");
@@ -813,7 +791,8 @@ static void lsp_process_batch(ddx_lsp_server_t *s, json_t **msgs, size_t n) {
 /* A didOpen of a 50 MB log is one 50 MB JSON string, and jansson decodes
  * strings a byte at a time (60% of the time of such a didOpen). Strings
  * of LSP_BIG_STRING bytes and more are therefore cut out of the message,
- * decoded here a run at a time, and put back into the tree jansson parses
+ * decoded by ddx_json_string_check/_decode (strict, as jansson) a run at a
+ * time, and put back into the tree jansson parses
  * from the rest; anything this decoder does not accept as valid JSON (a
  * raw control byte, a bad escape, invalid UTF-8) leaves the whole message
  * to jansson, so the errors a client sees do not change. */
@@ -826,91 +805,10 @@ typedef struct lsp_big {
   size_t len;
 } lsp_big_t;
 
-/* Length of the valid UTF-8 sequence at p (end e), 0 if invalid. */
-static size_t lsp_utf8_len(const unsigned char *p, const unsigned char *e) {
-  unsigned c = p[0];
-  size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-  if (!n || c > 0xf4 || (size_t)(e - p) < n) return 0;
-  for (size_t i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))) return 0;
-  if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))) return 0;
-  return n;
-}
-
-static int lsp_hex4(const unsigned char *p) {
-  int v = 0;
-  for (int i = 0; i < 4; i++) {
-    int c = p[i], d = c >= '0' && c <= '9'   ? c - '0'
-                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
-/* Decodes the JSON string content in[0..n) into out (room for n bytes:
- * decoding never grows it); returns the length or (size_t)-1. */
-static size_t lsp_unescape(const unsigned char *in, size_t n, char *out) {
-  size_t o = 0, i = 0;
-  while (i < n) {
-    size_t run = i;
-    while (run < n && in[run] >= 0x20 && in[run] < 0x80 && in[run] != '\\' && in[run] != '"')
-      run++;
-    memcpy(out + o, in + i, run - i);
-    o += run - i;
-    i = run;
-    if (i == n) break;
-    unsigned c = in[i];
-    if (c >= 0x80) {
-      size_t k = lsp_utf8_len(in + i, in + n);
-      if (!k) return (size_t)-1;
-      memcpy(out + o, in + i, k);
-      o += k;
-      i += k;
-      continue;
-    }
-    if (c != '\\' || i + 1 >= n) return (size_t)-1; /* control byte or stray quote */
-    unsigned e = in[i + 1];
-    const char *simple = strchr("\"\\/bfnrt", (int)e);
-    if (e && simple) {
-      out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-      i += 2;
-      continue;
-    }
-    if (e != 'u' || i + 6 > n) return (size_t)-1;
-    int u = lsp_hex4(in + i + 2);
-    if (u < 0) return (size_t)-1;
-    i += 6;
-    unsigned cp = (unsigned)u;
-    if (cp >= 0xd800 && cp < 0xdc00) { /* a surrogate pair */
-      if (i + 6 > n || in[i] != '\\' || in[i + 1] != 'u') return (size_t)-1;
-      int lo = lsp_hex4(in + i + 2);
-      if (lo < 0xdc00 || lo > 0xdfff) return (size_t)-1;
-      cp = 0x10000 + ((cp - 0xd800) << 10) + ((unsigned)lo - 0xdc00);
-      i += 6;
-    } else if (cp >= 0xdc00 && cp < 0xe000) {
-      return (size_t)-1;
-    }
-    if (cp < 0x80) {
-      out[o++] = (char)cp;
-    } else if (cp < 0x800) {
-      out[o++] = (char)(0xc0 | (cp >> 6));
-      out[o++] = (char)(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out[o++] = (char)(0xe0 | (cp >> 12));
-      out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-      out[o++] = (char)(0x80 | (cp & 0x3f));
-    } else {
-      out[o++] = (char)(0xf0 | (cp >> 18));
-      out[o++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-      out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-      out[o++] = (char)(0x80 | (cp & 0x3f));
-    }
-  }
-  return o;
+/* The index of the big string whose marker t is, or -1. */
+static int lsp_big_marker(const char *t, size_t nbig) {
+  return t && !strncmp(t, "\001ddx-big-", 9) && (size_t)(t[9] - '0') < nbig && !t[10] ? t[9] - '0'
+                                                                                      : -1;
 }
 
 /* Puts the decoded big strings back where their markers are. */
@@ -918,10 +816,9 @@ static void lsp_big_restore(json_t *v, lsp_big_t *big, size_t nbig, size_t *rest
   if (json_is_object(v)) {
     for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
       json_t *x = json_object_iter_value(it);
-      const char *t = json_string_value(x);
-      if (t && !strncmp(t, "\001ddx-big-", 9) && (size_t)(t[9] - '0') < nbig && !t[10]) {
-        lsp_big_t *g = &big[t[9] - '0'];
-        json_object_iter_set_new(v, it, json_stringn_nocheck(g->text, g->len));
+      int m = lsp_big_marker(json_string_value(x), nbig);
+      if (m >= 0) {
+        json_object_iter_set_new(v, it, json_stringn_nocheck(big[m].text, big[m].len));
         (*restored)++;
       } else {
         lsp_big_restore(x, big, nbig, restored);
@@ -930,9 +827,9 @@ static void lsp_big_restore(json_t *v, lsp_big_t *big, size_t nbig, size_t *rest
   } else if (json_is_array(v)) {
     for (size_t i = 0; i < json_array_size(v); i++) {
       json_t *x = json_array_get(v, i);
-      const char *t = json_string_value(x);
-      if (t && !strncmp(t, "\001ddx-big-", 9) && (size_t)(t[9] - '0') < nbig && !t[10]) {
-        json_array_set_new(v, i, json_stringn_nocheck(big[t[9] - '0'].text, big[t[9] - '0'].len));
+      int m = lsp_big_marker(json_string_value(x), nbig);
+      if (m >= 0) {
+        json_array_set_new(v, i, json_stringn_nocheck(big[m].text, big[m].len));
         (*restored)++;
       } else {
         lsp_big_restore(x, big, nbig, restored);
@@ -969,20 +866,20 @@ static json_t *lsp_parse_body(const char *body, size_t len, json_error_t *jerr) 
   ddx_sb_t rest;
   ddx_sb_init(&rest);
   size_t from = 0, k = 0;
-  for (; k < nbig; k++) {
+  bool ok = true;
+  for (; k < nbig && ok; k++) { /* k counts the allocations, freed below */
     lsp_big_t *g = &big[k];
+    size_t end, at;
     g->text = malloc(g->end - g->start + 1);
-    if (!g->text) break;
-    g->len = lsp_unescape((const unsigned char *)body + g->start, g->end - g->start, g->text);
-    if (g->len == (size_t)-1) {
-      k++;
-      break;
-    }
+    ok = g->text &&
+         ddx_json_string_check(body, g->end + 1, g->start, true, &end, &at) == DDX_JSTR_OK &&
+         end == g->end;
+    if (!ok) continue;
+    g->len = ddx_json_string_decode(body, g->start, g->end, g->text);
     ddx_sb_putn(&rest, body + from, g->start - from);
     ddx_sb_printf(&rest, "\\u0001ddx-big-%zu", k);
     from = g->end;
   }
-  bool ok = k == nbig && big[nbig - 1].text && big[nbig - 1].len != (size_t)-1;
   if (ok) {
     ddx_sb_putn(&rest, body + from, len - from);
     msg = rest.s ? json_loadb(rest.s, rest.len, flags, jerr) : NULL;

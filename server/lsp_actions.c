@@ -130,10 +130,6 @@ static bool lsp_cfg_from_file(ddx_lsp_server_t *s, const char *path, const char 
 }
 
 /* memmem and strcasestr are GNU extensions; the build is plain POSIX. */
-static const char *lsp_memmem(const char *h, size_t hn, const char *n, size_t nn) {
-  return memmem(h, hn, n, nn);
-}
-
 static bool lsp_icontains(const char *h, const char *n) {
   size_t k = strlen(n);
   for (; *h; h++)
@@ -198,7 +194,7 @@ static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max
   for (size_t f = 0; f < sizeof flags / sizeof *flags && n < max; f++) {
     const char *p = t->data, *end = t->data + t->len;
     size_t k = strlen(flags[f]);
-    while (n < max && (p = lsp_memmem(p, (size_t)(end - p), flags[f], k))) {
+    while (n < max && (p = memmem(p, (size_t)(end - p), flags[f], k))) {
       const char *q = p + k;
       p = q;
       if (f < 2) {
@@ -213,7 +209,7 @@ static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max
       while (e < end && !strchr(" \t\r\n\"',;)]}", *e))
         e++;
       size_t len = (size_t)(e - q);
-      if (len < 6 || len >= 512 || *q == '-' || !lsp_memmem(q, len, ".json", 5)) continue;
+      if (len < 6 || len >= 512 || *q == '-' || !memmem(q, len, ".json", 5)) continue;
       memcpy(out[n], q, len);
       out[n][len] = 0;
       bool dup = false;

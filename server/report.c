@@ -30,40 +30,13 @@ static json_t *ranks_json(const ddx_rankset_t *r) {
   return a;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0: no overlongs, no
- * surrogates, nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p) {
-  if (p[0] < 0x80) return 1;
-  size_t n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
-  if (!n) return 0;
-  uint32_t cp = p[0] & (0x7Fu >> n);
-  for (size_t k = 1; k < n; k++) {
-    if ((p[k] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (p[k] & 0x3Fu);
-  }
-  static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
 /* JSON strings must be UTF-8: invalid bytes from a log become U+FFFD. */
 static json_t *text_json(const char *s) {
   json_t *j = json_string(s);
   if (j) return j;
   ddx_sb_t b;
   ddx_sb_init(&b);
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    size_t n = utf8_len(p);
-    bool ok = n > 0;
-    if (ok) {
-      ddx_sb_putn(&b, (const char *)p, n);
-      p += n;
-    } else {
-      ddx_sb_puts(&b, "\xEF\xBF\xBD");
-      p++;
-    }
-  }
+  ddx_sb_put_utf8_repaired(&b, s, strlen(s));
   char *t = ddx_sb_take(&b);
   j = json_string(t ? t : "");
   free(t);

@@ -360,3 +360,143 @@ int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err) 
   }
   return 0;
 }
+
+size_t ddx_utf8_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0], cp, min;
+  size_t k;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    k = 2, cp = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0)
+    k = 3, cp = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4)
+    k = 4, cp = c & 0x07, min = 0x10000;
+  else
+    return 0;
+  if (n < k) return 0;
+  for (size_t i = 1; i < k; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return k;
+}
+
+void ddx_sb_put_utf8_repaired(ddx_sb_t *b, const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  while (p < end) {
+    size_t k = ddx_utf8_len(p, (size_t)(end - p));
+    if (k) {
+      ddx_sb_putn(b, (const char *)p, k);
+      p += k;
+    } else {
+      ddx_sb_puts(b, "\xEF\xBF\xBD");
+      p++;
+    }
+  }
+}
+
+size_t ddx_utf8_put(char *d, unsigned cp) {
+  if (cp < 0x80) return d[0] = (char)cp, 1;
+  if (cp < 0x800) return d[0] = (char)(0xC0 | cp >> 6), d[1] = (char)(0x80 | (cp & 0x3F)), 2;
+  if (cp < 0x10000) {
+    d[0] = (char)(0xE0 | cp >> 12), d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    d[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  d[0] = (char)(0xF0 | cp >> 18), d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  d[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), d[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* Four hex digits at s (n bytes available) into *out. */
+static bool json_hex4(const char *s, size_t n, unsigned *out) {
+  unsigned v = 0;
+  if (n < 4) return false;
+  for (int i = 0; i < 4; i++) {
+    char c = s[i];
+    unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                 : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                 : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                        : 16u;
+    if (d == 16) return false;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return true;
+}
+
+ddx_jstr_err_t ddx_json_string_check(const char *s, size_t len, size_t from, bool strict,
+                                     size_t *end, size_t *at) {
+  size_t i = from;
+  for (;;) {
+    /* plain ASCII runs first: most of a log's text */
+    while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x80 && s[i] != '"' &&
+           s[i] != '\\')
+      i++;
+    *at = i;
+    if (i >= len) return DDX_JSTR_UNTERMINATED;
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"') {
+      *end = i;
+      return DDX_JSTR_OK;
+    }
+    if (c < 0x20) return DDX_JSTR_CONTROL;
+    if (c >= 0x80) {
+      size_t k = strict ? ddx_utf8_len((const unsigned char *)s + i, len - i) : 1;
+      if (!k) return DDX_JSTR_UTF8;
+      i += k;
+      continue;
+    }
+    /* a backslash */
+    if (i + 1 >= len) return DDX_JSTR_UNTERMINATED;
+    char e = s[i + 1];
+    if (e != 'u') {
+      if (!e || !strchr("\"\\/bfnrt", e)) return DDX_JSTR_ESCAPE;
+      i += 2;
+      continue;
+    }
+    unsigned u, lo;
+    if (!json_hex4(s + i + 2, len - i - 2, &u)) return DDX_JSTR_BAD_U;
+    if (strict && u >= 0xDC00 && u <= 0xDFFF) return DDX_JSTR_SURROGATE;
+    if (strict && u >= 0xD800 && u <= 0xDBFF) {
+      if (i + 12 > len || s[i + 6] != '\\' || s[i + 7] != 'u' ||
+          !json_hex4(s + i + 8, len - i - 8, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+        return DDX_JSTR_SURROGATE;
+      i += 6;
+    }
+    i += 6;
+  }
+}
+
+size_t ddx_json_string_decode(const char *s, size_t from, size_t end, char *out) {
+  size_t n = 0;
+  for (size_t j = from; j < end;) {
+    const char *bs = memchr(s + j, '\\', end - j);
+    size_t run = (bs ? (size_t)(bs - s) : end) - j;
+    memcpy(out + n, s + j, run);
+    n += run;
+    j += run;
+    if (j >= end) break;
+    char e = s[j + 1];
+    if (e == 'u') {
+      unsigned u = 0, lo = 0;
+      json_hex4(s + j + 2, end - j - 2, &u);
+      j += 6;
+      /* a pair becomes one code point; a lone surrogate (lenient) stays */
+      if (u >= 0xD800 && u <= 0xDBFF && j + 6 <= end && s[j] == '\\' && s[j + 1] == 'u' &&
+          json_hex4(s + j + 2, end - j - 2, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+        u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+        j += 6;
+      }
+      n += ddx_utf8_put(out + n, u);
+      continue;
+    }
+    static const char from_[] = "bfnrt", to[] = "\b\f\n\r\t";
+    const char *f = strchr(from_, e);
+    out[n++] = f ? to[f - from_] : e;
+    j += 2;
+  }
+  out[n] = 0;
+  return n;
+}
