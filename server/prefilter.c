@@ -54,6 +54,7 @@ typedef struct pf_lit {
 /* One indexed window of a literal. */
 typedef struct pf_entry {
   uint64_t key;        /* the window's bytes (4 or 8) */
+  uint32_t hash;       /* of key, as its level hashes it */
   uint32_t off;        /* offset of the window inside the literal */
   uint32_t lit, len;   /* the literal and its length */
   uint64_t head, mask; /* the literal's first bytes (pf_lit_t) */
@@ -287,28 +288,15 @@ static int pf_cover_short(ddx_prefilter_t *pf) {
   return 0;
 }
 
-static uint32_t entry_hash(const pf_entry_t *e, bool wide) {
-  return wide ? hash_wide((uint32_t)e->key, (uint32_t)(e->key >> 32)) : hash32((uint32_t)e->key);
-}
-
-static int entry_cmp_wide(const void *a, const void *b) {
+static int entry_cmp(const void *a, const void *b) {
   const pf_entry_t *x = a, *y = b;
-  uint32_t hx = entry_hash(x, true), hy = entry_hash(y, true);
-  if (hx != hy) return hx < hy ? -1 : 1;
-  return x->lit != y->lit ? (x->lit < y->lit ? -1 : 1) : (x->off > y->off) - (x->off < y->off);
-}
-
-static int entry_cmp_narrow(const void *a, const void *b) {
-  const pf_entry_t *x = a, *y = b;
-  uint32_t hx = entry_hash(x, false), hy = entry_hash(y, false);
-  if (hx != hy) return hx < hy ? -1 : 1;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
   return x->lit != y->lit ? (x->lit < y->lit ? -1 : 1) : (x->off > y->off) - (x->off < y->off);
 }
 
 /* Packs a level's entries in hash order and indexes them by bit rank. */
-static int pf_level_pack(pf_level_t *lv, bool wide) {
-  if (lv->n > 1)
-    qsort(lv->entries, lv->n, sizeof *lv->entries, wide ? entry_cmp_wide : entry_cmp_narrow);
+static int pf_level_pack(pf_level_t *lv) {
+  if (lv->n > 1) qsort(lv->entries, lv->n, sizeof *lv->entries, entry_cmp);
   uint32_t bits = 0;
   for (size_t w = 0; w < HASH_SIZE / 64; w++) {
     lv->rank[w] = bits;
@@ -318,8 +306,7 @@ static int pf_level_pack(pf_level_t *lv, bool wide) {
   if (!lv->first) return -1;
   uint32_t r = 0;
   for (size_t e = 0; e < lv->n; e++)
-    if (e == 0 || entry_hash(&lv->entries[e], wide) != entry_hash(&lv->entries[e - 1], wide))
-      lv->first[r++] = (uint32_t)e;
+    if (e == 0 || lv->entries[e].hash != lv->entries[e - 1].hash) lv->first[r++] = (uint32_t)e;
   lv->first[r] = (uint32_t)lv->n;
   return 0;
 }
@@ -359,7 +346,8 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
       e->len = l->len;
       e->head = l->head;
       e->mask = l->mask;
-      uint32_t h = entry_hash(e, wide);
+      uint32_t h = e->hash =
+          wide ? hash_wide(load32(u + e->off), load32(u + e->off + 4)) : hash32((uint32_t)e->key);
       lv->bitmap[h >> 6] |= 1ull << (h & 63);
       if (wide) continue;
       /* The narrow level's second test: 8 literal bytes around the window,
@@ -376,7 +364,7 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
       }
     }
   }
-  if (pf_level_pack(&pf->wide, true) || pf_level_pack(&pf->narrow, false)) return -1;
+  if (pf_level_pack(&pf->wide) || pf_level_pack(&pf->narrow)) return -1;
   /* Short literals: chained per pair, in id order. */
   for (size_t k = pf->n; k-- > 0;) {
     pf_lit_t *l = &pf->lits[k];

@@ -173,6 +173,7 @@ static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id
     unsigned group = ((unsigned)e[0] << 8) | e[1];
     if (group <= capcount)
       p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2);
+    if (!strcmp((const char *)e + 2, "rank")) p->has_rank = true;
   }
   return 0;
 }
@@ -545,13 +546,17 @@ static bool is_rule_file(const char *name) {
 }
 
 /* pf_rest and pf_last of the catalog (see ddx/rules.h). */
-static int build_split_prefilters(ddx_catalog_t *cat, const char *const *builtin,
-                                  ddx_error_t *err) {
+/* A signature literal of an anchor-last (progress) rule. */
+static bool is_progress_literal(const ddx_catalog_t *cat, const ddx_literal_ref_t *r) {
+  return r->rule != DDX_BUILTIN_RULE && !r->is_ctx && cat->rules[r->rule].anchor_last;
+}
+
+/* pf_rest and pf_last of the catalog (see ddx/rules.h) from the literals
+ * of the full prefilter, lits[k] being literal id k. */
+static int build_split_prefilters(ddx_catalog_t *cat, const char *const *lits, ddx_error_t *err) {
   bool any = false;
-  for (size_t k = 0; k < cat->nlits && !any; k++) {
-    const ddx_literal_ref_t *r = &cat->lit_refs[k];
-    any = r->rule != DDX_BUILTIN_RULE && !r->is_ctx && cat->rules[r->rule].anchor_last;
-  }
+  for (size_t k = 0; k < cat->nlits && !any; k++)
+    any = is_progress_literal(cat, &cat->lit_refs[k]);
   if (!any) return 0;
   cat->pf_rest = ddx_prefilter_new();
   cat->pf_last = ddx_prefilter_new();
@@ -559,57 +564,47 @@ static int build_split_prefilters(ddx_catalog_t *cat, const char *const *builtin
   cat->last_ids = ddx_arena_alloc(&cat->arena, (cat->nlits + 1) * sizeof *cat->last_ids);
   if (!cat->pf_rest || !cat->pf_last || !cat->rest_ids || !cat->last_ids)
     return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  /* walk the literals in id order once (literal_at per id would be
-   * quadratic): same nesting as build_prefilter */
-  size_t k = 0;
-  for (size_t r = 0; r <= cat->nrules; r++) {
-    size_t np2 = r < cat->nrules ? 2 : 1;
-    for (size_t pass = 0; pass < np2; pass++) {
-      const ddx_pattern_t *pats =
-          r < cat->nrules ? (pass ? cat->rules[r].ctx : cat->rules[r].sigs) : NULL;
-      size_t np = r < cat->nrules ? (pass ? cat->rules[r].nctx : cat->rules[r].nsigs) : 1;
-      for (size_t p = 0; p < np; p++) {
-        size_t nl = pats ? pats[p].literals.n : cat->nlits - k;
-        for (size_t l = 0; l < nl; l++, k++) {
-          const char *lit = pats ? pats[p].literals.v[l] : builtin[l];
-          const ddx_literal_ref_t *ref = &cat->lit_refs[k];
-          bool last =
-              ref->rule != DDX_BUILTIN_RULE && !ref->is_ctx && cat->rules[ref->rule].anchor_last;
-          ddx_prefilter_t *pf = last ? cat->pf_last : cat->pf_rest;
-          int32_t id = ddx_prefilter_add(pf, lit, strlen(lit));
-          if (id < 0) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-          (last ? cat->last_ids : cat->rest_ids)[id] = (uint32_t)k;
-        }
-      }
-    }
+  for (size_t k = 0; k < cat->nlits; k++) {
+    bool last = is_progress_literal(cat, &cat->lit_refs[k]);
+    int32_t id = ddx_prefilter_add(last ? cat->pf_last : cat->pf_rest, lits[k], strlen(lits[k]));
+    if (id < 0) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    (last ? cat->last_ids : cat->rest_ids)[id] = (uint32_t)k;
   }
   if (ddx_prefilter_build(cat->pf_rest) || ddx_prefilter_build(cat->pf_last))
     return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   return 0;
 }
 
+/* Adds one literal to the prefilter, with where it leads and its text. */
+static int add_literal(ddx_catalog_t *cat, ddx_vec_t *refs, ddx_vec_t *lits, const char *lit,
+                       ddx_literal_ref_t where) {
+  ddx_literal_ref_t *r = ddx_vec_push(refs);
+  const char **l = ddx_vec_push(lits);
+  if (!r || !l || ddx_prefilter_add(cat->prefilter, lit, strlen(lit)) < 0) return -1;
+  *r = where;
+  *l = lit;
+  return 0;
+}
+
 static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
   cat->prefilter = ddx_prefilter_new();
-  ddx_vec_t refs;
-  ddx_vec_init(&refs, sizeof(ddx_literal_ref_t));
   if (!cat->prefilter) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  for (size_t r = 0; r < cat->nrules; r++) {
+  ddx_vec_t refs, lits; /* ddx_literal_ref_t and const char *, by literal id */
+  ddx_vec_init(&refs, sizeof(ddx_literal_ref_t));
+  ddx_vec_init(&lits, sizeof(const char *));
+  int rc = 0;
+  for (size_t r = 0; r < cat->nrules && !rc; r++) {
     ddx_rule_t *rule = &cat->rules[r];
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2 && !rc; pass++) {
       ddx_pattern_t *pats = pass ? rule->ctx : rule->sigs;
       size_t np = pass ? rule->nctx : rule->nsigs;
-      for (size_t p = 0; p < np; p++) {
+      for (size_t p = 0; p < np && !rc; p++) {
         cat->npatterns++;
-        for (size_t l = 0; l < pats[p].literals.n; l++) {
+        for (size_t l = 0; l < pats[p].literals.n && !rc; l++) {
           const char *lit = pats[p].literals.v[l];
-          if (ddx_prefilter_add(cat->prefilter, lit, strlen(lit)) < 0) {
-            ddx_vec_free(&refs);
-            return ddx_error_set(err, DDX_ERULE, "%s: literal \"%s\" rejected", rule->file, lit);
-          }
-          ddx_literal_ref_t *ref = ddx_vec_push(&refs);
-          ref->rule = (uint32_t)r;
-          ref->pattern = (uint16_t)p;
-          ref->is_ctx = (uint8_t)pass;
+          if (add_literal(cat, &refs, &lits, lit,
+                          (ddx_literal_ref_t){(uint32_t)r, (uint16_t)p, (uint8_t)pass}))
+            rc = ddx_error_set(err, DDX_ERULE, "%s: literal \"%s\" rejected", rule->file, lit);
         }
       }
     }
@@ -621,21 +616,20 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
     builtin[2 + k] = ddx_layout_literals[k];
     kinds[2 + k] = DDX_BUILTIN_LAYOUT;
   }
-  for (size_t b = 0; b < 2 + DDX_LAYOUT_NLITERALS; b++) {
-    ddx_literal_ref_t *ref = ddx_vec_push(&refs);
-    if (!ref || ddx_prefilter_add(cat->prefilter, builtin[b], strlen(builtin[b])) < 0) {
-      ddx_vec_free(&refs);
-      return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-    }
-    ref->rule = DDX_BUILTIN_RULE;
-    ref->pattern = kinds[b];
+  for (size_t b = 0; b < 2 + DDX_LAYOUT_NLITERALS && !rc; b++)
+    if (add_literal(cat, &refs, &lits, builtin[b],
+                    (ddx_literal_ref_t){DDX_BUILTIN_RULE, kinds[b], 0}))
+      rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  if (!rc) {
+    ddx_prefilter_build(cat->prefilter);
+    cat->nlits = refs.len;
+    cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));
+    if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
+    rc = build_split_prefilters(cat, lits.data, err);
   }
-  ddx_prefilter_build(cat->prefilter);
-  cat->nlits = refs.len;
-  cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));
-  if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
   ddx_vec_free(&refs);
-  return build_split_prefilters(cat, builtin, err);
+  ddx_vec_free(&lits);
+  return rc;
 }
 
 /* Loads one rule file's JSON text into the next slot of cat->rules. The

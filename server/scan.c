@@ -110,7 +110,8 @@ int ddx_scan_begin(ddx_scan_t *s, const char *name) {
   return ddx_scan_begin_with(s, name, NULL);
 }
 
-int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults) {
+/* A new input named name, its lines preset with defaults (or nothing). */
+static int push_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults) {
   ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
   if (!in) return DDX_ENOMEM;
   in->name = ddx_arena_strdup(&s->arena, name);
@@ -119,6 +120,12 @@ int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *
   else
     ddx_line_meta_init(&in->defaults);
   in->line_no = 1;
+  return 0;
+}
+
+int ddx_scan_begin_with(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults) {
+  int rc = push_input(s, name, defaults);
+  if (rc) return rc;
   s->cur = (uint32_t)(s->inputs.len - 1);
   s->len = 0;
   s->base = 0;
@@ -175,6 +182,42 @@ static size_t next_term(const char *buf, size_t from, size_t end) {
 
 /* Insertion-sorts cs[0..n) by position; false when it kept moving
  * (over 8n + 4096 moves: the input was not nearly sorted). */
+/* Walks the lines of buf[lo..hi) forward once: lpos starts the line
+ * numbered line, tpos is its terminator (or hi); end bounds a \r\n pair.
+ * A candidate at pos is matched in a window of its line: the whole line,
+ * or in a line longer than the normaliser's cap DDX_LINE_MAX bytes that
+ * start a little before it (so text at the end of a 50 MB line is still
+ * matched); candidates share a window while they fit in it. */
+typedef struct line_walk {
+  const char *buf;
+  size_t lpos, tpos, hi, end;
+  uint64_t line;
+  size_t win_line, win_ls, win_le; /* the current window and its line's start */
+  uint64_t win_no;                 /* the window's line number */
+} line_walk_t;
+
+static void walk_init(line_walk_t *w, const char *buf, size_t lo, size_t hi, size_t end,
+                      uint64_t line) {
+  *w = (line_walk_t){buf, lo, next_term(buf, lo, hi), hi, end, line, (size_t)-1, 0, 0, 0};
+}
+
+/* Moves to the line holding pos; returns true when pos starts a new window. */
+static bool walk_to(line_walk_t *w, size_t pos) {
+  while (w->tpos < pos) {
+    size_t nx = w->tpos + 1;
+    if (w->buf[w->tpos] == '\r' && nx < w->end && w->buf[nx] == '\n') nx++;
+    w->line++;
+    w->lpos = nx;
+    w->tpos = next_term(w->buf, w->lpos, w->hi);
+  }
+  if (w->lpos == w->win_line && pos + LONG_LINE_TAIL < w->win_ls + DDX_LINE_MAX) return false;
+  w->win_line = w->lpos;
+  w->win_no = w->line;
+  w->win_ls = pos - w->lpos > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : w->lpos;
+  w->win_le = w->tpos - w->win_ls > DDX_LINE_MAX ? w->win_ls + DDX_LINE_MAX : w->tpos;
+  return true;
+}
+
 static bool insertion_sort(cand_t *cs, size_t n) {
   size_t moves = 0, limit = 8 * n + 4096;
   for (size_t i = 1; i < n; i++) {
@@ -315,8 +358,14 @@ int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t 
   return 0;
 }
 
-/* Stores a context hit (up to the overall cap). */
+/* Stores a context hit (up to the overall cap); one of a file-scope
+ * context only once per input: only whether it occurs there matters. */
 static int keep_ctx(ddx_scan_t *s, const ddx_hit_t *c) {
+  if (s->cat->rules[c->rule].ctx[c->pattern].scope_file) {
+    uint32_t *seen = &s->ctx_file_seen[s->ctx_base[c->rule] + c->pattern];
+    if (*seen == c->input + 1) return 0;
+    *seen = c->input + 1;
+  }
   if (s->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) return 0;
   ddx_hit_t *h = ddx_vec_push(&s->hits);
   if (!h) return DDX_ENOMEM;
@@ -362,75 +411,61 @@ static int promote_ctx(ddx_scan_t *s, uint32_t input, uint64_t line) {
   return 0;
 }
 
+/* A hit of ref on the line at line/offset, the match starting at ov[0]. */
+static ddx_hit_t make_hit(const ddx_scan_t *s, const ddx_literal_ref_t *ref, uint64_t line,
+                          uint64_t offset, const size_t *ov, const ddx_line_meta_t *meta) {
+  return (ddx_hit_t){.rule = ref->rule,
+                     .pattern = ref->pattern,
+                     .is_ctx = ref->is_ctx,
+                     .input = s->cur,
+                     .line = line,
+                     .offset = offset,
+                     .column = (uint32_t)(ov[0] + 1),
+                     .meta = *meta};
+}
+
+/* The newest hit of an anchor-last rule past its cap (e.g. the last
+ * progress line before a hang) waits in a fixed per-rule slot and replaces
+ * the rule's last stored hit when the input ends: memory stays flat. */
+static int set_pending(ddx_scan_t *s, const ddx_hit_t *h, const char *text, size_t tlen) {
+  ddx_pending_t *pd = &s->pending[h->rule];
+  size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
+  if (!pd->text && !(pd->text = malloc(DDX_SCAN_TEXT_MAX + 1))) return DDX_ENOMEM;
+  memcpy(pd->text, text, keep);
+  pd->text[keep] = 0;
+  pd->len = keep;
+  pd->active = true;
+  pd->hit = *h;
+  return 0;
+}
+
 static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pattern_t *p,
                       uint64_t line, uint64_t offset, const ddx_line_meta_t *meta, const char *text,
                       size_t tlen, const size_t *ov) {
   const ddx_rule_t *rule = &s->cat->rules[ref->rule];
-  size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
-  ddx_hit_t *h;
+  ddx_hit_t hit = make_hit(s, ref, line, offset, ov, meta);
   if (rule->anchor_last && !ref->is_ctx) {
     int64_t rank = meta->rank >= 0 ? meta->rank : capture_int(p, text, ov, "rank");
     int rc = ddx_scan_note_progress(s, ref->rule, rank, line, s->cur, meta);
     if (rc) return rc;
   }
   if (ref->is_ctx) {
-    ddx_scan_input_t *in = &DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur);
-    ddx_hit_t c = {.rule = ref->rule,
-                   .pattern = ref->pattern,
-                   .is_ctx = 1,
-                   .input = s->cur,
-                   .line = line,
-                   .offset = offset,
-                   .column = (uint32_t)(ov[0] + 1),
-                   .meta = *meta};
-    if (p->scope_file) { /* only whether it occurs in the input matters */
-      uint32_t *seen = &s->ctx_file_seen[s->ctx_base[ref->rule] + ref->pattern];
-      if (*seen == s->cur + 1) return 0;
-      *seen = s->cur + 1;
-      return keep_ctx(s, &c);
-    }
-    if (line <= in->last_sig + (uint64_t)s->ctx_after) return keep_ctx(s, &c);
-    return ring_ctx(s, &c);
-  } else {
-    s->rule_hits[ref->rule]++;
-    if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE) {
-      if (!rule->anchor_last) return 0;
-      /* The newest hit of an anchor-last rule (e.g. the last progress line
-       * before a hang) waits in a fixed per-rule slot and replaces the
-       * rule's last stored hit when the input ends: memory stays flat. */
-      ddx_pending_t *pd = &s->pending[ref->rule];
-      if (!pd->text && !(pd->text = malloc(DDX_SCAN_TEXT_MAX + 1))) return DDX_ENOMEM;
-      memcpy(pd->text, text, keep);
-      pd->text[keep] = 0;
-      pd->len = keep;
-      pd->active = true;
-      pd->hit = (ddx_hit_t){.rule = ref->rule,
-                            .pattern = ref->pattern,
-                            .input = s->cur,
-                            .line = line,
-                            .offset = offset,
-                            .column = (uint32_t)(ov[0] + 1),
-                            .meta = *meta};
-      return 0;
-    }
-    int rc = promote_ctx(s, s->cur, line);
-    if (rc) return rc;
-    DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur).last_sig = line;
-    s->rule_stored[ref->rule]++;
-    h = ddx_vec_push(&s->hits);
-    s->rule_last[ref->rule] = s->hits.len;
+    const ddx_scan_input_t *in = &DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur);
+    bool near = p->scope_file || line <= in->last_sig + (uint64_t)s->ctx_after;
+    return near ? keep_ctx(s, &hit) : ring_ctx(s, &hit);
   }
+  s->rule_hits[ref->rule]++;
+  if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE)
+    return rule->anchor_last ? set_pending(s, &hit, text, tlen) : 0;
+  int rc = promote_ctx(s, s->cur, line);
+  if (rc) return rc;
+  DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur).last_sig = line;
+  s->rule_stored[ref->rule]++;
+  ddx_hit_t *h = ddx_vec_push(&s->hits);
   if (!h) return DDX_ENOMEM;
-  h->rule = ref->rule;
-  h->pattern = ref->pattern;
-  h->is_ctx = ref->is_ctx;
-  h->input = s->cur;
-  h->line = line;
-  h->offset = offset;
-  h->column = (uint32_t)(ov[0] + 1);
-  h->meta = *meta;
-  if (ref->is_ctx) return 0;
-  h->text = ddx_arena_strndup(&s->arena, text, keep);
+  s->rule_last[ref->rule] = s->hits.len;
+  *h = hit;
+  h->text = ddx_arena_strndup(&s->arena, text, tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX);
   if (!h->text) return DDX_ENOMEM;
   /* Captures index the whole normalised line, not the capped copy. */
   return fill_facts(s, h, p, text, ov);
@@ -551,13 +586,6 @@ static bool is_deferred(const ddx_scan_t *s, const ddx_literal_ref_t *r) {
          s->rule_stored[r->rule] >= DDX_SCAN_MAX_HITS_PER_RULE;
 }
 
-/* Whether pattern p has a capture named name. */
-static bool has_capture(const ddx_pattern_t *p, const char *name) {
-  for (uint32_t g = 1; g <= p->ncaptures && g < MAX_CAPS; g++)
-    if (p->capture_names[g] && !strcmp(p->capture_names[g], name)) return true;
-  return false;
-}
-
 /* The backward pass over a block's deferred candidates (see
  * ddx_rank_progress_t): newest first, each rule stops once its newest
  * event and the newest event of every rank it knows are found. */
@@ -586,7 +614,7 @@ static int eval_deferred(ddx_scan_t *s, uint8_t *state, size_t *done, size_t *op
     const ddx_pattern_t *p = ref_pattern(s->cat, d->ref);
     bool rank_done = meta.rank >= 0 && (size_t)meta.rank < pr->n && pr->block &&
                      pr->block[meta.rank] == s->block;
-    bool need = state[rule] == 1 || (meta.rank >= 0 ? !rank_done : has_capture(p, "rank"));
+    bool need = state[rule] == 1 || (meta.rank >= 0 ? !rank_done : p->has_rank);
     if (!need) {
       s->rule_hits[rule]++;
       continue;
@@ -608,23 +636,8 @@ static int eval_deferred(ddx_scan_t *s, uint8_t *state, size_t *done, size_t *op
         }
       }
       if (state[rule] == 1) {
-        ddx_pending_t *pd = &s->pending[rule];
-        size_t keep = tlen < DDX_SCAN_TEXT_MAX ? tlen : DDX_SCAN_TEXT_MAX;
-        if (!pd->text && !(pd->text = malloc(DDX_SCAN_TEXT_MAX + 1))) rc = DDX_ENOMEM;
-        if (!rc) {
-          memcpy(pd->text, s->norm, keep);
-          pd->text[keep] = 0;
-          pd->len = keep;
-          pd->active = true;
-          pd->hit = (ddx_hit_t){.rule = rule,
-                                .pattern = d->ref->pattern,
-                                .input = s->cur,
-                                .line = d->line,
-                                .offset = s->base + d->ls,
-                                .column = (uint32_t)(ov[0] + 1),
-                                .meta = meta};
-          state[rule] = 2;
-        }
+        ddx_hit_t h = make_hit(s, d->ref, d->line, s->base + d->ls, ov, &meta);
+        if (!(rc = set_pending(s, &h, s->norm, tlen))) state[rule] = 2;
       }
     }
     if (state[rule] == 2 && done[rule] >= pr->known) {
@@ -732,29 +745,16 @@ static int tail_progress(ddx_scan_t *s, size_t end) {
     if (!rc && nc > 1) rc = sort_cands(&s->cands, &s->cands_tmp);
     cs = s->cands.data;
     s->deferred.len = 0;
-    size_t lpos = lo, tpos = next_term(buf, lo, hi), cur_true = (size_t)-1, cur_ls = 0, cur_le = 0;
-    uint64_t line = line_end - terms_lo;
+    line_walk_t w;
+    walk_init(&w, buf, lo, hi, end, line_end - terms_lo);
     for (size_t i = 0; !rc && i < nc; i++) {
-      size_t pos = cs[i].pos;
-      while (tpos < pos) {
-        size_t nx = tpos + 1;
-        if (buf[tpos] == '\r' && nx < end && buf[nx] == '\n') nx++;
-        line++;
-        lpos = nx;
-        tpos = next_term(buf, lpos, hi);
-      }
-      if (lpos != cur_true || pos + LONG_LINE_TAIL >= cur_ls + DDX_LINE_MAX) {
-        cur_true = lpos;
-        cur_ls = pos - lpos > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : lpos;
-        cur_le = tpos;
-        if (cur_le - cur_ls > DDX_LINE_MAX) cur_le = cur_ls + DDX_LINE_MAX;
-      }
+      walk_to(&w, cs[i].pos);
       deferred_t *d = ddx_vec_push(&s->deferred);
       if (!d) {
         rc = DDX_ENOMEM;
         break;
       }
-      *d = (deferred_t){cur_ls, cur_le, line, &s->cat->lit_refs[cs[i].lit]};
+      *d = (deferred_t){w.win_ls, w.win_le, w.win_no, &s->cat->lit_refs[cs[i].lit]};
     }
     if (!rc) rc = eval_deferred(s, b.state, b.done, &b.open);
     terms_hi = terms_lo;
@@ -784,40 +784,22 @@ static int process(ddx_scan_t *s, size_t end) {
     return sat ? tail_progress(s, end) : 0;
   }
   const ddx_literal_ref_t *refs[MAX_REFS_PER_LINE];
-  /* A group is the candidates of one line; in a line longer than the
-   * normaliser's cap, a window of DDX_LINE_MAX bytes that starts a little
-   * before its first candidate (so text at the end of a 50 MB line is
-   * still matched). Lines are walked forward once: lpos starts the line
-   * numbered s->line_no, tpos is its terminator (or end). */
-  size_t nrefs = 0, cur_true = (size_t)-1, cur_ls = 0, cur_le = 0;
-  size_t lpos = s->count_pos, tpos = next_term(s->buf, lpos, end);
-  uint64_t cur_line = 0;
-  for (size_t i = 0; i <= nc; i++) {
-    size_t pos = i < nc ? cs[i].pos : 0;
-    while (i < nc && tpos < pos) {
-      size_t nx = tpos + 1;
-      if (s->buf[tpos] == '\r' && nx < end && s->buf[nx] == '\n') nx++;
-      s->line_no++;
-      lpos = nx;
-      tpos = next_term(s->buf, lpos, end);
-    }
-    size_t ls = i < nc ? lpos : (size_t)-1;
-    bool same = i < nc && ls == cur_true && pos + LONG_LINE_TAIL < cur_ls + DDX_LINE_MAX;
-    if (!same) {
-      if (nrefs && (rc = eval_line(s, cur_ls, cur_le, cur_line, refs, nrefs))) return rc;
+  /* A group is the candidates of one window (line_walk_t). */
+  size_t nrefs = 0, ls = 0, le = 0;
+  uint64_t no = 0;
+  line_walk_t w;
+  walk_init(&w, s->buf, s->count_pos, end, end, s->line_no);
+  for (size_t i = 0; i < nc; i++) {
+    if (walk_to(&w, cs[i].pos)) {
+      if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
       nrefs = 0;
-      if (i == nc) break;
-      cur_true = ls;
-      cur_line = s->line_no;
-      cur_ls = pos - ls > LONG_LINE_LEAD ? pos - LONG_LINE_LEAD : ls;
-      cur_le = tpos;
-      if (cur_le - cur_ls > DDX_LINE_MAX) cur_le = cur_ls + DDX_LINE_MAX;
+      ls = w.win_ls, le = w.win_le, no = w.win_no;
     }
     const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
     if (is_deferred(s, r)) {
       deferred_t *d = ddx_vec_push(&s->deferred);
       if (!d) return DDX_ENOMEM;
-      *d = (deferred_t){cur_ls, cur_le, cur_line, r};
+      *d = (deferred_t){ls, le, no, r};
       continue;
     }
     int dup = 0;
@@ -826,7 +808,8 @@ static int process(ddx_scan_t *s, size_t end) {
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
     if (s->cancel && *s->cancel) return DDX_EINVAL;
   }
-  s->line_no += count_terms(s->buf, lpos, end, end);
+  if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
+  s->line_no = w.line + count_terms(s->buf, w.lpos, end, end);
   s->count_pos = end;
   if (sat) return tail_progress(s, end);
   return s->deferred.len ? eval_deferred_block(s) : 0;
@@ -990,6 +973,14 @@ size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds
   return k;
 }
 
+/* A hit of a later part as the merged scan numbers it. */
+static ddx_hit_t rebased(const ddx_hit_t *h, uint32_t input, uint64_t lbase) {
+  ddx_hit_t r = *h;
+  r.input = input;
+  r.line += lbase;
+  return r;
+}
+
 int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src) {
   if (dst->open || src->open || !dst->inputs.len || src->inputs.len != 1) return DDX_EINVAL;
   const ddx_catalog_t *cat = dst->cat;
@@ -1010,50 +1001,37 @@ int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src) {
       break;
     }
   for (size_t i = 0; i < src->hits.len && !rc; i++) {
-    ddx_hit_t h = sh[i];
-    h.input = di;
-    h.line += lbase;
-    if (h.is_ctx) {
-      const ddx_pattern_t *cp = &cat->rules[h.rule].ctx[h.pattern];
-      uint32_t *seen = &dst->ctx_file_seen[dst->ctx_base[h.rule] + h.pattern];
-      if (cp->scope_file && *seen == di + 1) continue;
-      if (cp->scope_file) *seen = di + 1;
-      if (dst->ctx_stored >= DDX_SCAN_MAX_CTX_HITS) continue;
-      dst->ctx_stored++;
-    } else {
-      if (dst->rule_stored[h.rule] >= DDX_SCAN_MAX_HITS_PER_RULE) continue;
-      dst->rule_stored[h.rule]++;
-      appended[h.rule]++;
+    ddx_hit_t h = rebased(&sh[i], di, lbase);
+    if (h.is_ctx) { /* src kept it: it is within reach of a signature hit */
+      rc = keep_ctx(dst, &h);
+      continue;
     }
+    if (dst->rule_stored[h.rule] >= DDX_SCAN_MAX_HITS_PER_RULE) continue;
     ddx_hit_t *slot = ddx_vec_push(&dst->hits);
     if (!slot) {
-      free(appended);
-      return DDX_ENOMEM;
+      rc = DDX_ENOMEM;
+      break;
     }
     *slot = h;
-    if (!h.is_ctx) dst->rule_last[h.rule] = dst->hits.len;
+    dst->rule_stored[h.rule]++;
+    appended[h.rule]++;
+    dst->rule_last[h.rule] = dst->hits.len;
+  }
+  /* src's waiting context hits wait on in dst, for a later part */
+  const ddx_hit_t *sr = src->ctx_ring.data;
+  for (size_t i = 0; i < src->ctx_ring.len && !rc; i++) {
+    ddx_hit_t h = rebased(&sr[i], di, lbase);
+    rc = ring_ctx(dst, &h);
   }
   if (rc) {
     free(appended);
     return rc;
   }
-  /* src's waiting context hits wait on in dst, for a later part */
-  const ddx_hit_t *sr = src->ctx_ring.data;
-  for (size_t i = 0; i < src->ctx_ring.len && !rc; i++) {
-    ddx_hit_t h = sr[i];
-    h.input = di;
-    h.line += lbase;
-    rc = ring_ctx(dst, &h);
-  }
-  const ddx_scan_input_t *sin0 = src->inputs.data;
-  if (sin0->last_sig) din->last_sig = sin0->last_sig + lbase;
+  if (sin->last_sig) din->last_sig = sin->last_sig + lbase;
   for (size_t r = 0; r < cat->nrules; r++) {
-    if (cat->rules[r].anchor_last && src->rule_stored[r] > appended[r] && src->rule_last[r]) {
-      ddx_hit_t h = sh[src->rule_last[r] - 1];
-      h.input = di;
-      h.line += lbase;
-      DDX_VEC_AT(&dst->hits, ddx_hit_t, dst->rule_last[r] - 1) = h;
-    }
+    if (cat->rules[r].anchor_last && src->rule_stored[r] > appended[r] && src->rule_last[r])
+      DDX_VEC_AT(&dst->hits, ddx_hit_t, dst->rule_last[r] - 1) =
+          rebased(&sh[src->rule_last[r] - 1], di, lbase);
     dst->rule_hits[r] += src->rule_hits[r];
     dst->rule_regex_errors[r] += src->rule_regex_errors[r];
     /* every rank's newest progress event */
@@ -1092,14 +1070,8 @@ int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src) {
 int ddx_scan_add_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *defaults,
                        uint32_t *index) {
   if (s->open) return DDX_EINVAL; /* finish the streamed input first */
-  ddx_scan_input_t *in = ddx_vec_push(&s->inputs);
-  if (!in) return DDX_ENOMEM;
-  in->name = ddx_arena_strdup(&s->arena, name);
-  if (defaults)
-    in->defaults = *defaults;
-  else
-    ddx_line_meta_init(&in->defaults);
-  in->line_no = 1;
+  int rc = push_input(s, name, defaults);
+  if (rc) return rc;
   *index = (uint32_t)(s->inputs.len - 1);
   return 0;
 }

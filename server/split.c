@@ -1,6 +1,7 @@
 /* split.c - one big file scanned on several threads (see ddx/split.h). */
 #include "ddx/split.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@ typedef struct part {
   int rc;
   ddx_error_t err;
   uv_thread_t tid;
+  bool threaded; /* tid is to be joined */
 } part_t;
 
 static void part_run(void *arg) {
@@ -52,15 +54,13 @@ int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t 
     p->scan.on_read = scan->on_read;
     p->scan.on_read_ctx = scan->on_read_ctx;
     started = i;
-    if (uv_thread_create(&p->tid, part_run, p)) {
-      part_run(p);    /* no thread: scan it here */
-      p->path = NULL; /* nothing to join */
-    }
+    p->threaded = uv_thread_create(&p->tid, part_run, p) == 0;
+    if (!p->threaded) part_run(p); /* no thread: scan it here */
   }
   if (!rc) rc = ddx_scan_path_range(scan, path, 0, bounds[1], err);
   for (size_t i = 1; i <= started; i++) {
     part_t *p = &parts[i];
-    if (p->path) uv_thread_join(&p->tid);
+    if (p->threaded) uv_thread_join(&p->tid);
     if (!rc && p->rc) {
       *err = p->err;
       rc = p->rc;

@@ -41,6 +41,7 @@ typedef struct ddx_pattern {
   void *mctx; /* pcre2_match_context_8* with match/depth limits, owned likewise */
   uint32_t ncaptures;
   const char **capture_names; /* indexed by group number, NULL for unnamed */
+  bool has_rank;              /* a capture is named "rank" (it places the event) */
   double confidence;
   bool fallback;
   int severity;           /* -1: the rule's */
