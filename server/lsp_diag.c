@@ -41,32 +41,14 @@ void ddx_lsp_catalog_unref(ddx_lsp_catalog_t *c) {
   free(c);
 }
 
-static bool lsp_is_dir(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The built-in catalog, found as the CLI finds it: $DDX_RULES, next to the
- * binary, then the source tree it was built from. */
+/* The built-in catalog, found as the CLI finds it (ddx_catalog_default_dir). */
 static char *lsp_default_rules(void) {
-  const char *env = getenv("DDX_RULES");
-  if (env && *env) return strdup(env);
-  char exe[PATH_MAX], cand[PATH_MAX + 32];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char *sub[] = {"/../rules", "/../share/ddx/rules", "/rules"};
-    for (size_t i = 0; i < 3; i++) {
-      snprintf(cand, sizeof cand, "%s%s", exe, sub[i]);
-      if (lsp_is_dir(cand)) return strdup(cand);
-    }
-  }
+  char buf[PATH_MAX + 32];
 #ifdef DDX_SOURCE_RULES_DIR
-  if (lsp_is_dir(DDX_SOURCE_RULES_DIR)) return strdup(DDX_SOURCE_RULES_DIR);
+  return strdup(ddx_catalog_default_dir(buf, sizeof buf, DDX_SOURCE_RULES_DIR));
+#else
+  return strdup(ddx_catalog_default_dir(buf, sizeof buf, NULL));
 #endif
-  return strdup("rules");
 }
 
 static int lsp_load(ddx_lsp_server_t *s, bool with_extra, ddx_lsp_catalog_t **out,

@@ -67,37 +67,17 @@ static int usage(const char *msg) {
   return 2;
 }
 
-static bool is_dir(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The catalog next to the binary: <exe>/../rules (build tree),
- * <exe>/../share/ddx/rules (install), then the source tree it was built from. */
-static const char *default_rules_dir(cli_t *c) {
-  const char *env = getenv("DDX_RULES");
-  if (env && *env) return env;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    const char *cands[] = {"/../rules", "/../share/ddx/rules", "/rules"};
-    for (size_t i = 0; i < 3; i++) {
-      snprintf(c->default_dir, sizeof c->default_dir, "%s%s", exe, cands[i]);
-      if (is_dir(c->default_dir)) return c->default_dir;
-    }
-  }
 #ifdef DDX_SOURCE_RULES_DIR
-  if (is_dir(DDX_SOURCE_RULES_DIR)) return DDX_SOURCE_RULES_DIR;
+#define SOURCE_RULES DDX_SOURCE_RULES_DIR
+#else
+#define SOURCE_RULES NULL
 #endif
-  return "rules";
-}
 
 static int load_catalog(cli_t *c, ddx_catalog_t **cat) {
   ddx_error_t err = {0};
-  if (c->nrule_dirs == 0) c->rule_dirs[c->nrule_dirs++] = default_rules_dir(c);
+  if (c->nrule_dirs == 0)
+    c->rule_dirs[c->nrule_dirs++] =
+        ddx_catalog_default_dir(c->default_dir, sizeof c->default_dir, SOURCE_RULES);
   int rc = ddx_catalog_load(cat, c->rule_dirs, c->nrule_dirs, &err);
   if (rc) {
     fprintf(stderr, "ddx: %s\n", err.msg);
@@ -534,7 +514,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     return usage("--format must be text or json");
   char spath[PATH_MAX + 32];
   if (!schema) {
-    snprintf(spath, sizeof spath, "%s/ds_config.schema.json", default_rules_dir(c));
+    snprintf(spath, sizeof spath, "%s/ds_config.schema.json",
+             ddx_catalog_default_dir(c->default_dir, sizeof c->default_dir, SOURCE_RULES));
     schema = spath;
   }
   ddx_error_t err = {0};

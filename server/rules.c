@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <limits.h>
+#include <unistd.h>
 
 /* Limits that stop a catastrophic user regex ((a+)+$ style) on one line
  * instead of hanging the scan; a hit of the limit counts as a regex error. */
@@ -763,4 +765,28 @@ const char *ddx_severity_name(int s) {
 
 const char *ddx_role_name(int r) {
   return r == DDX_ROLE_COLLATERAL ? "collateral" : r == DDX_ROLE_WRAPPER ? "wrapper" : "cause";
+}
+
+static bool rules_is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *ddx_catalog_default_dir(char *buf, size_t cap, const char *source_dir) {
+  const char *env = getenv("DDX_RULES");
+  if (env && *env) return env;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    static const char *const sub[] = {"/../rules", "/../share/ddx/rules", "/rules"};
+    for (size_t i = 0; i < 3; i++) {
+      snprintf(buf, cap, "%s%s", exe, sub[i]);
+      if (rules_is_dir(buf)) return buf;
+    }
+  }
+  if (source_dir && rules_is_dir(source_dir)) return source_dir;
+  return "rules";
 }

@@ -131,6 +131,12 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
 int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names, const char *const *texts,
                            const size_t *lens, size_t n, ddx_error_t *err);
 void ddx_catalog_free(ddx_catalog_t *cat);
+/* The built-in catalog's folder, as the CLI and the language server find
+ * it: $DDX_RULES, else next to the running binary (<exe>/../rules in a
+ * build tree, <exe>/../share/ddx/rules installed, <exe>/rules), else
+ * source_dir (the tree it was built from; may be NULL), else "rules".
+ * The result is env, buf (cap bytes), source_dir or a literal. */
+const char *ddx_catalog_default_dir(char *buf, size_t cap, const char *source_dir);
 const ddx_rule_t *ddx_catalog_find(const ddx_catalog_t *cat, const char *id);
 
 /* Runs a pattern on text; returns 1 on match (filling caps with up to
