@@ -184,6 +184,39 @@ static void lsp_list_json(const char *dir, char ***v, size_t *n) {
   if (*n) qsort(*v, *n, sizeof **v, lsp_cmp_str);
 }
 
+/* The JSON files of every workspace folder (lsp_list_json, folder by
+ * folder), listed once per lookup and only when a step needs them. */
+typedef struct lsp_ws_json {
+  char **v;
+  size_t n;
+  bool listed;
+} lsp_ws_json_t;
+
+static lsp_ws_json_t *lsp_ws_json(ddx_lsp_server_t *s, lsp_ws_json_t *w) {
+  for (size_t f = 0; !w->listed && f < s->nfolders; f++) {
+    char **v = NULL;
+    size_t n = 0;
+    lsp_list_json(s->folders[f], &v, &n);
+    char **nv = n ? realloc(w->v, (w->n + n) * sizeof *nv) : w->v;
+    for (size_t k = 0; k < n; k++) {
+      if (nv)
+        nv[w->n++] = v[k];
+      else
+        free(v[k]);
+    }
+    if (nv) w->v = nv;
+    free(v);
+  }
+  w->listed = true;
+  return w;
+}
+
+static void lsp_ws_json_free(lsp_ws_json_t *w) {
+  for (size_t k = 0; k < w->n; k++)
+    free(w->v[k]);
+  free(w->v);
+}
+
 /* Paths the log names as its DeepSpeed config: launcher flags, HF
  * TrainingArguments printed as a repr (deepspeed=X) or as JSON / a dict
  * ("deepspeed": "X", 'deepspeed': 'X'). */
@@ -221,7 +254,8 @@ static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max
   return n;
 }
 
-static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_cfgsrc_t *out) {
+static bool lsp_find_config_in(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_ws_json_t *ws,
+                               lsp_cfgsrc_t *out) {
   /* 1. open documents */
   for (ddx_lsp_doc_t *d = s->docs; d; d = d->next) {
     if (d->kind != DDX_LSP_DOC_JSON) continue;
@@ -267,60 +301,44 @@ static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_cfgsrc_
     /* The launcher ran elsewhere (/workspace/ds_config.json on a pod): the
      * same file name in the workspace is the next best guess. */
     const char *base = ddx_lsp_basename(named[i]);
-    for (size_t f = 0; f < s->nfolders; f++) {
-      char **v = NULL;
-      size_t n = 0;
-      lsp_list_json(s->folders[f], &v, &n);
-      bool found = false;
-      for (size_t k = 0; k < n; k++) {
-        if (!found && !strcmp(ddx_lsp_basename(v[k]), base))
-          found = lsp_cfg_from_file(s, v[k], "named in the log", out, false);
-        free(v[k]);
-      }
-      free(v);
-      if (found) return true;
-    }
+    const lsp_ws_json_t *w = lsp_ws_json(s, ws);
+    for (size_t k = 0; k < w->n; k++)
+      if (!strcmp(ddx_lsp_basename(w->v[k]), base) &&
+          lsp_cfg_from_file(s, w->v[k], "named in the log", out, false))
+        return true;
   }
   /* 3. the workspace file whose values DeepSpeed printed in the log */
   const char *printed = log->result ? log->result->facts.ds_json : NULL;
-  for (size_t f = 0; printed && f < s->nfolders; f++) {
-    char **v = NULL;
-    size_t n = 0;
-    lsp_list_json(s->folders[f], &v, &n);
-    bool found = false;
-    for (size_t k = 0; k < n; k++) {
-      if (!found) {
-        ddx_lsp_text_t *t = lsp_read_small(v[k]);
-        if (t && ddx_lsp_cfg_matches_print(t->data, t->len, printed))
-          found = lsp_cfg_from_file(s, v[k], "printed by DeepSpeed in the log", out, false);
-        ddx_lsp_text_unref(t);
-      }
-      free(v[k]);
-    }
-    free(v);
-    if (found) return true;
-  }
-  /* 4. workspace folders: by name, then by content */
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t f = 0; f < s->nfolders; f++) {
-      char **v = NULL;
-      size_t n = 0;
-      lsp_list_json(s->folders[f], &v, &n);
-      bool found = false;
-      for (size_t k = 0; k < n; k++) {
-        bool by_name = lsp_name_is_ds(ddx_lsp_basename(v[k]));
-        if (!found && (pass == 0 ? by_name : !by_name))
-          found = lsp_cfg_from_file(s, v[k], "found in the workspace", out, pass == 1);
-        free(v[k]);
-      }
-      free(v);
-      if (found) return true;
+  if (printed) {
+    const lsp_ws_json_t *w = lsp_ws_json(s, ws);
+    for (size_t k = 0; k < w->n; k++) {
+      ddx_lsp_text_t *t = lsp_read_small(w->v[k]);
+      bool match = t && ddx_lsp_cfg_matches_print(t->data, t->len, printed);
+      ddx_lsp_text_unref(t);
+      if (match && lsp_cfg_from_file(s, w->v[k], "printed by DeepSpeed in the log", out, false))
+        return true;
     }
   }
+  /* 4. workspace files: by name, then by content */
+  const lsp_ws_json_t *w = lsp_ws_json(s, ws);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t k = 0; k < w->n; k++) {
+      bool by_name = lsp_name_is_ds(ddx_lsp_basename(w->v[k]));
+      if ((pass == 0 ? by_name : !by_name) &&
+          lsp_cfg_from_file(s, w->v[k], "found in the workspace", out, pass == 1))
+        return true;
+    }
   /* 5. the setting */
   if (s->dsconfig_path && lsp_cfg_from_file(s, s->dsconfig_path, "ddx.dsConfig.path", out, false))
     return true;
   return false;
+}
+
+static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_cfgsrc_t *out) {
+  lsp_ws_json_t ws = {0};
+  bool found = lsp_find_config_in(s, log, &ws, out);
+  lsp_ws_json_free(&ws);
+  return found;
 }
 
 /* ------------------------------------------------------------ code actions */
