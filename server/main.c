@@ -524,27 +524,19 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     fprintf(stderr, "ddx: %s\n", err.msg);
     return 2;
   }
-  FILE *f = !strcmp(file, "-") ? stdin : fopen(file, "rb");
-  if (!f) {
-    fprintf(stderr, "ddx: %s: %s\n", file, strerror(errno));
-    ddx_dscheck_free(chk);
-    return 2;
-  }
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  char buf[16384];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    ddx_sb_putn(&b, buf, n);
-  bool bad = ferror(f);
-  if (f != stdin) fclose(f);
+  char *text;
+  size_t len;
   ddx_dscheck_result_t res;
-  int rc = bad ? ddx_error_set(&err, DDX_EIO, "read failed")
-               : ddx_dscheck_run(chk, b.s ? b.s : "", b.len, &facts, &res, &err);
+  int rc = ddx_read_file(file, &text, &len, &err);
+  bool read = !rc;
+  if (read) rc = ddx_dscheck_run(chk, text, len, &facts, &res, &err);
   if (rc) {
-    fprintf(stderr, "ddx: %s: %s\n", file, err.msg);
-    if (!bad) ddx_dscheck_result_free(&res);
-    ddx_sb_free(&b);
+    if (read) /* the read error names the file itself */
+      fprintf(stderr, "ddx: %s: %s\n", file, err.msg);
+    else
+      fprintf(stderr, "ddx: %s\n", err.msg);
+    if (read) ddx_dscheck_result_free(&res);
+    free(text);
     ddx_dscheck_free(chk);
     return 2;
   }
@@ -557,8 +549,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l0, c0, l1, c1;
-      cc_linecol(b.s, b.len, x->start, &l0, &c0);
-      cc_linecol(b.s, b.len, x->end, &l1, &c1);
+      cc_linecol(text, len, x->start, &l0, &c0);
+      cc_linecol(text, len, x->end, &l1, &c1);
       json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "line",
                             (json_int_t)l0, "column", (json_int_t)c0, "end_line", (json_int_t)l1,
                             "end_column", (json_int_t)c1, "start", (json_int_t)x->start, "end",
@@ -590,7 +582,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l, col;
-      cc_linecol(b.s, b.len, x->start, &l, &col);
+      cc_linecol(text, len, x->start, &l, &col);
       printf("%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message, x->code);
     }
     if (res.memory.valid) {
@@ -602,7 +594,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
            errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
   }
   ddx_dscheck_result_free(&res);
-  ddx_sb_free(&b);
+  free(text);
   ddx_dscheck_free(chk);
   return errors ? 1 : 0;
 }

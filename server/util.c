@@ -340,7 +340,8 @@ int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_erro
 int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err) {
   *text = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
+  bool in = !strcmp(path, "-");
+  FILE *f = in ? stdin : fopen(path, "rb");
   if (!f) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
   ddx_sb_t b;
   ddx_sb_init(&b);
@@ -349,7 +350,7 @@ int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err) 
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
     ddx_sb_putn(&b, chunk, n);
   bool bad = ferror(f);
-  fclose(f);
+  if (!in) fclose(f);
   *len = b.len;
   *text = ddx_sb_take(&b);
   if (bad || !*text) {

@@ -105,7 +105,7 @@ int ddx_list_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, si
  * stdout/stderr, Slurm's slurm-*); "-" (stdin) is passed through. */
 int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err);
 
-/* Reads a whole file into *text (malloc'd, NUL-terminated, length in
+/* Reads a whole file ("-": stdin) into *text (malloc'd, NUL-terminated, length in
  * *len). Returns 0, or DDX_EIO with err naming the path. */
 int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err);
 
