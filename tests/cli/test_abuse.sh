@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # Hostile inputs for the CLI: each is answered, memory stays bounded, the
 # output stays valid. usage: test_abuse.sh path/to/ddx (from the repo root)
-set -u
-DDX=$(realpath "${1:?usage: test_abuse.sh DDX}")
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 valid_json() { python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$1"; }
 OOM='torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.06 GiB is free.'
 
@@ -57,5 +51,4 @@ if [ "$(id -u)" != 0 ]; then
   "$DDX" diagnose "$T/noread.log" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "unreadable file"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

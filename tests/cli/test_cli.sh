@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # CLI contract tests: the real ddx binary over real pipes and files.
 # usage: test_cli.sh path/to/ddx   (run from the repository root)
-set -u
-DDX=${1:?usage: test_cli.sh DDX}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 expect_rc() { # expect_rc WANT DESC CMD...
   local want=$1 desc=$2; shift 2
   "$@" >"$T/out" 2>"$T/err"; local rc=$?
@@ -181,5 +175,4 @@ timeout 20 "$DDX" diagnose --rules "$T/r7" "$T/evil.log" >"$T/out" 2>"$T/err"; r
 [ $rc = 0 ] && ok || bad "catastrophic regex: exit $rc"
 contains "$T/err" "test.evil" "match-limit warning names the rule"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

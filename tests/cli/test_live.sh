@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
 # ddx run and ddx watch: the real binary wrapping real processes and
 # following real files. usage: test_live.sh path/to/ddx (from the repo root)
-set -u
-DDX=$(realpath "${1:?usage: test_live.sh DDX}")
-ROOT=$(pwd)
-T=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 wait_for() { # wait_for SECONDS FILE TEXT
   for _ in $(seq 1 $(($1 * 10))); do grep -qF -- "$3" "$2" 2>/dev/null && return 0; sleep 0.1; done
   return 1
@@ -87,5 +80,4 @@ timeout 15 "$DDX" watch --stall 1 --exit-on-failure "$T/stall.log" >"$T/s.out" 2
 [ $rc = 1 ] && grep -q "train.hang" "$T/s.out" && ok || bad "a stall is reported as a hang (rc $rc): $(cat "$T/s.out")"
 "$DDX" watch /no/such/dir >/dev/null 2>&1; [ $? = 2 ] && ok || bad "watch of a missing path exits 2"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
 # A big file scanned in parts on several threads must be diagnosed exactly
-# as one pass diagnoses it: line numbers, offsets, stored hits, counts,
-# every rank's last progress. DDX_SPLIT_MIN=1 splits even small logs.
+# as one pass diagnoses it: line numbers, offsets, stored hits, counts (but
+# the progress rule's, see below), every rank's last progress.
+# DDX_SPLIT_MIN=1 splits even small logs.
 # usage: test_threads.sh path/to/ddx (from the repo root)
-set -u
-DDX=$(realpath "${1:?usage: test_threads.sh DDX}")
-ROOT=$(pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh" "$@"
 # The JSON without its timing and without the event count of anchor-last
 # (progress) rules: past the cap, stretches no rank needs are not read, so
 # that count depends on where parts and blocks begin.
@@ -103,5 +97,4 @@ same "$T/bench.log" 2 3
 "$DDX" diagnose --threads x "$T/hang.log" >/dev/null 2>&1
 [ $? = 2 ] && ok || bad "--threads x is refused with exit 2"
 
-echo "threads: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish
