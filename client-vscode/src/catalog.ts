@@ -4,7 +4,7 @@ import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { CatalogEntry, CatalogItem, isCatalogEntry } from './report';
 import { DdxServer } from './server';
-import { commonAction, isWebMessage, pageHtml } from './panel';
+import { commonAction, createDdxPanel, isWebMessage, pageHtml } from './panel';
 import { catalogEntryHtml, esc } from './view';
 
 function isItemArray(v: unknown): v is CatalogItem[] {
@@ -74,16 +74,10 @@ export class Catalog implements vscode.Disposable {
     const items = await this.list();
     const first = id ?? this.selected ?? items[0]?.id;
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel('ddx.catalog', 'ddx: failure catalog', { viewColumn: vscode.ViewColumn.Two, preserveFocus: false }, {
-        enableScripts: true,
-        retainContextWhenHidden: true,
-        localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'client-vscode', 'media')],
-      });
-      this.panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'client-vscode', 'media', 'ddx.svg');
-      this.panel.onDidDispose(() => {
-        this.panel = undefined;
-      }, null, this.disposables);
-      this.panel.webview.onDidReceiveMessage((m: unknown) => void this.onMessage(m), null, this.disposables);
+      this.panel = createDdxPanel(this.extensionUri, 'ddx.catalog', 'ddx: failure catalog', false,
+        (m: unknown) => void this.onMessage(m), () => {
+          this.panel = undefined;
+        }, this.disposables);
       this.panel.webview.html = pageHtml(this.panel.webview, this.extensionUri, 'ddx catalog', this.shell(items), 'catalog.js');
     } else {
       this.panel.reveal();

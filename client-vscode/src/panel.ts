@@ -8,6 +8,32 @@ export function nonce(): string {
   return crypto.randomBytes(16).toString('base64').replace(/[^A-Za-z0-9]/g, '');
 }
 
+/**
+ * A ddx webview panel beside the editor: scripts on, kept when hidden, local
+ * media only, the ddx icon; onMessage gets what its page posts, onDispose runs
+ * when the user closes it.
+ */
+export function createDdxPanel(
+  extensionUri: vscode.Uri,
+  viewType: string,
+  title: string,
+  preserveFocus: boolean,
+  onMessage: (m: unknown) => void,
+  onDispose: () => void,
+  disposables: vscode.Disposable[],
+): vscode.WebviewPanel {
+  const media = vscode.Uri.joinPath(extensionUri, 'client-vscode', 'media');
+  const panel = vscode.window.createWebviewPanel(viewType, title, { viewColumn: vscode.ViewColumn.Two, preserveFocus }, {
+    enableScripts: true,
+    retainContextWhenHidden: true,
+    localResourceRoots: [media],
+  });
+  panel.iconPath = vscode.Uri.joinPath(media, 'ddx.svg');
+  panel.onDidDispose(onDispose, null, disposables);
+  panel.webview.onDidReceiveMessage(onMessage, null, disposables);
+  return panel;
+}
+
 /** A full webview page: no remote content, styles from the extension, one nonce'd script. */
 export function pageHtml(webview: vscode.Webview, extensionUri: vscode.Uri, title: string, body: string, script: string): string {
   const n = nonce();
@@ -110,16 +136,10 @@ export class DiagnosisPanel implements vscode.Disposable {
     this.actions.clear();
     const gen = ++this.generation;
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel(DiagnosisPanel.viewType, 'ddx diagnosis', { viewColumn: vscode.ViewColumn.Two, preserveFocus }, {
-        enableScripts: true,
-        retainContextWhenHidden: true,
-        localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'client-vscode', 'media')],
-      });
-      this.panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'client-vscode', 'media', 'ddx.svg');
-      this.panel.onDidDispose(() => {
-        this.panel = undefined;
-      }, null, this.disposables);
-      this.panel.webview.onDidReceiveMessage((m: unknown) => void this.onMessage(m), null, this.disposables);
+      this.panel = createDdxPanel(this.extensionUri, DiagnosisPanel.viewType, 'ddx diagnosis', preserveFocus,
+        (m: unknown) => void this.onMessage(m), () => {
+          this.panel = undefined;
+        }, this.disposables);
     } else {
       this.panel.reveal(undefined, preserveFocus);
     }
