@@ -9,16 +9,7 @@
 #include "ddx/dsconfig.h"
 #include "ddx/rules.h"
 
-static ddx_catalog_t *catalog; /* the harness's only state: loaded once */
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  ddx_error_t err;
-  const char *dir = getenv("DDX_RULES") ? getenv("DDX_RULES") : "rules";
-  if (ddx_catalog_load(&catalog, &dir, 1, &err)) abort();
-  return 0;
-}
+#include "fuzz_catalog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ddx_dsconfig_t *cfg;
