@@ -806,7 +806,6 @@ static int process(ddx_scan_t *s, size_t end) {
     for (size_t k = 0; k < nrefs && !dup; k++)
       dup = same_ref(refs[k], r);
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
-    if (s->cancel && *s->cancel) return DDX_EINVAL;
   }
   if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
   s->line_no = w.line + count_terms(s->buf, w.lpos, end, end);
