@@ -130,11 +130,11 @@ typedef struct ddx_scan {
   /* scratch */
   void *md;
   char *norm;
-  char *raw;                  /* a raw layout line, NUL-terminated (allocated on first use) */
-  ddx_vec_t cands;            /* candidate (pos, literal) pairs of one buffer */
-  ddx_vec_t cands_tmp;        /* merge scratch for cands */
-  ddx_vec_t deferred;         /* progress candidates past the cap, one block */
-  uint32_t block;             /* number of the block being processed (from 1) */
+  char *raw;           /* a raw layout line, NUL-terminated (allocated on first use) */
+  ddx_vec_t cands;     /* candidate (pos, literal) pairs of one buffer */
+  ddx_vec_t cands_tmp; /* merge scratch for cands */
+  ddx_vec_t deferred;  /* progress candidates past the cap, one block */
+  uint32_t block;      /* number of the block being processed (from 1) */
   /* optional: called after each read of ddx_scan_path/_range with the
    * bytes read (from the scanning thread); non-zero stops the scan with
    * DDX_EINVAL. Progress and cancellation for front ends. */
