@@ -79,6 +79,7 @@ struct ddx_prefilter {
   int32_t *pair_bucket;                       /* 65536 heads (short literals) */
   uint64_t pair_bitmap[1024];
   uint16_t pairs[SHORT_SIMD_PAIRS]; /* distinct short pairs, when few */
+  uint8_t teddy[4][16];             /* nibble masks: first byte lo, hi; second lo, hi */
   size_t npairs;                    /* 0: none; > SHORT_SIMD_PAIRS: bitmap pass */
   int built;
   bool avx2;                /* the CPU has AVX2 (checked once, at build) */
@@ -178,6 +179,62 @@ void ddx_prefilter_free(ddx_prefilter_t *pf) {
   free(pf);
 }
 
+/* Windows that occur in more than one distinct literal: a sorted table of
+ * keys (4- and 8-byte windows apart). Literals that share a window share
+ * structure ("grad_norm': nan", "grad_norm': inf"): it is the key text of
+ * lines that are everywhere, and their own bytes are elsewhere. */
+typedef struct pf_shared {
+  uint64_t *keys[2]; /* [0]: 4-byte windows, [1]: 8-byte */
+  size_t n[2];
+} pf_shared_t;
+
+static bool pf_is_shared(const pf_shared_t *sh, const unsigned char *w, size_t win) {
+  if (!sh) return false;
+  size_t lv = win == 8;
+  uint64_t key = win == 8 ? load64(w) : load32(w);
+  size_t lo = 0, hi = sh->n[lv];
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (sh->keys[lv][mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < sh->n[lv] && sh->keys[lv][lo] == key;
+}
+
+/* The anchor: for a strided literal the run of STRIDE windows with the
+ * fewest shared windows (sh may be NULL), then whose most common window
+ * is rarest (each window lets its own occurrences through; the sum breaks
+ * ties); for a short one the rarest byte pair. */
+static uint32_t pf_choose_anchor(const pf_pairfreq_t *f, const pf_shared_t *sh,
+                                 const unsigned char *u, size_t len) {
+  size_t win = len >= WIDE_MIN ? 8 : len >= LONG_MIN ? 4 : 2;
+  size_t span = win == 2 ? 2 : win + STRIDE - 1;
+  uint32_t anchor = 0;
+  uint64_t best = UINT64_MAX;
+  for (size_t i = 0; i + span <= len; i++) {
+    uint64_t c;
+    if (win == 2) {
+      c = pf_window_cost(f, u + i, 2);
+    } else {
+      unsigned mx = 0, sum = 0, shared = 0;
+      for (size_t k = 0; k < STRIDE; k++) {
+        unsigned wc = pf_window_cost(f, u + i + k, win);
+        sum += wc;
+        if (wc > mx) mx = wc;
+        shared += pf_is_shared(sh, u + i + k, win);
+      }
+      c = (uint64_t)shared << 32 | (mx * 8 + sum);
+    }
+    if (c < best) {
+      best = c;
+      anchor = (uint32_t)i;
+    }
+  }
+  return anchor;
+}
+
 int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
   if (len < 2 || len > 4096 || pf->built) return -1;
   if (pf->n == pf->cap) {
@@ -198,32 +255,8 @@ int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
     }
     pf_pairfreq_init(pf->freq);
   }
-  /* The anchor: for a strided literal the run of STRIDE windows whose most
-   * common window is rarest (each window lets its own occurrences through;
-   * the sum breaks ties), for a short one the byte pair. */
   const unsigned char *u = (const unsigned char *)lit;
-  size_t win = len >= WIDE_MIN ? 8 : len >= LONG_MIN ? 4 : 2;
-  size_t span = win == 2 ? 2 : win + STRIDE - 1;
-  uint32_t anchor = 0;
-  unsigned best = ~0u;
-  for (size_t i = 0; i + span <= len; i++) {
-    unsigned c;
-    if (win == 2) {
-      c = pf_window_cost(pf->freq, u + i, 2);
-    } else {
-      unsigned mx = 0, sum = 0;
-      for (size_t k = 0; k < STRIDE; k++) {
-        unsigned wc = pf_window_cost(pf->freq, u + i + k, win);
-        sum += wc;
-        if (wc > mx) mx = wc;
-      }
-      c = mx * 8 + sum;
-    }
-    if (c < best) {
-      best = c;
-      anchor = (uint32_t)i;
-    }
-  }
+  uint32_t anchor = pf_choose_anchor(pf->freq, NULL, u, len);
   pf_lit_t *l = &pf->lits[pf->n];
   *l = (pf_lit_t){copy, (uint32_t)len, anchor, 0, 0, -1};
   size_t hn = len < 8 ? len : 8;
@@ -234,15 +267,29 @@ int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
   return (int32_t)pf->n++;
 }
 
-/* Re-anchors the short literals on as few byte pairs as it can (greedy
- * set cover: the pair in most uncovered literals first, the rarer on a
- * tie), so that the SSE2 pass compares few pairs: every tqdm bar literal
- * starts with "%|". */
+/* Each short literal is anchored on its rarest byte pair (ddx_prefilter_add)
+ * while they need at most SHORT_FEW_PAIRS distinct pairs: each pair costs
+ * the SIMD pass a few instructions per 32 bytes, but a common pair ("ed"
+ * shared by "Killed" and "pinned") costs a verification per occurrence.
+ * Past that they are re-anchored on as few pairs as it can (greedy set
+ * cover: the pair in most uncovered literals first, the rarer on a tie):
+ * every tqdm bar literal starts with "%|". */
+#define SHORT_FEW_PAIRS 16
 static int pf_cover_short(ddx_prefilter_t *pf) {
-  size_t nshort = 0;
-  for (size_t k = 0; k < pf->n; k++)
-    nshort += pf->lits[k].len < LONG_MIN;
-  if (!nshort) return 0;
+  size_t nshort = 0, distinct = 0;
+  uint16_t seen[SHORT_FEW_PAIRS + 1];
+  for (size_t k = 0; k < pf->n; k++) {
+    const pf_lit_t *l = &pf->lits[k];
+    if (l->len >= LONG_MIN) continue;
+    nshort++;
+    const unsigned char *u = (const unsigned char *)l->bytes + l->anchor;
+    uint16_t q = (uint16_t)(u[0] | (u[1] << 8));
+    bool again = false;
+    for (size_t d = 0; d < distinct && !again; d++)
+      again = seen[d] == q;
+    if (!again && distinct <= SHORT_FEW_PAIRS) seen[distinct++] = q;
+  }
+  if (!nshort || distinct <= SHORT_FEW_PAIRS) return 0;
   bool *done = calloc(pf->n, sizeof *done);
   uint16_t *count = calloc(65536, sizeof *count);
   if (!done || !count) {
@@ -288,6 +335,64 @@ static int pf_cover_short(ddx_prefilter_t *pf) {
   return 0;
 }
 
+typedef struct pf_win {
+  uint64_t key;
+  const pf_lit_t *lit;
+} pf_win_t;
+
+static int win_cmp(const void *a, const void *b) {
+  const pf_win_t *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->lit->len != y->lit->len) return x->lit->len < y->lit->len ? -1 : 1;
+  return memcmp(x->lit->bytes, y->lit->bytes, x->lit->len);
+}
+
+/* Re-anchors the strided literals once all are known, avoiding windows
+ * other literals share (pf_shared_t). */
+static int pf_anchor_strided(ddx_prefilter_t *pf) {
+  pf_shared_t sh = {{NULL, NULL}, {0, 0}};
+  int rc = -1;
+  for (size_t lv = 0; lv < 2; lv++) {
+    size_t win = lv ? 8 : 4, total = 0;
+    for (size_t k = 0; k < pf->n; k++)
+      total += pf->lits[k].len >= win ? pf->lits[k].len - win + 1 : 0;
+    pf_win_t *ws = malloc((total ? total : 1) * sizeof *ws);
+    sh.keys[lv] = malloc((total ? total : 1) * sizeof *sh.keys[lv]);
+    if (!ws || !sh.keys[lv]) {
+      free(ws);
+      goto out;
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < pf->n; k++) {
+      const pf_lit_t *l = &pf->lits[k];
+      const unsigned char *u = (const unsigned char *)l->bytes;
+      for (size_t i = 0; i + win <= l->len; i++)
+        ws[m++] = (pf_win_t){win == 8 ? load64(u + i) : load32(u + i), l};
+    }
+    if (m > 1) qsort(ws, m, sizeof *ws, win_cmp);
+    /* a key is shared when its run holds two distinct literal texts */
+    for (size_t i = 0; i < m;) {
+      size_t j = i + 1;
+      bool two = false;
+      for (; j < m && ws[j].key == ws[i].key; j++)
+        two = two || win_cmp(&ws[j - 1], &ws[j]) != 0;
+      if (two) sh.keys[lv][sh.n[lv]++] = ws[i].key;
+      i = j;
+    }
+    free(ws);
+  }
+  for (size_t k = 0; k < pf->n; k++) {
+    pf_lit_t *l = &pf->lits[k];
+    if (l->len >= LONG_MIN)
+      l->anchor = pf_choose_anchor(pf->freq, &sh, (const unsigned char *)l->bytes, l->len);
+  }
+  rc = 0;
+out:
+  free(sh.keys[0]);
+  free(sh.keys[1]);
+  return rc;
+}
+
 static int entry_cmp(const void *a, const void *b) {
   const pf_entry_t *x = a, *y = b;
   if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
@@ -331,7 +436,7 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
   memset(pf->pair_bitmap, 0, sizeof pf->pair_bitmap);
   pf->wide.n = pf->narrow.n = 0;
   pf->npairs = 0;
-  if (pf_cover_short(pf)) return -1;
+  if ((pf->freq && pf_anchor_strided(pf)) || pf_cover_short(pf)) return -1;
   for (size_t k = 0; k < pf->n; k++) {
     pf_lit_t *l = &pf->lits[k];
     const unsigned char *u = (const unsigned char *)l->bytes;
@@ -378,6 +483,16 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
     l->next = pf->pair_bucket[pair];
     pf->pair_bucket[pair] = (int32_t)k;
     pf->pair_bitmap[pair >> 6] |= 1ull << (pair & 63);
+  }
+  /* Teddy buckets (pf_scan_short_avx2): pair p in bucket p % 8. */
+  memset(pf->teddy, 0, sizeof pf->teddy);
+  for (size_t p = 0; p < pf->npairs && p < SHORT_SIMD_PAIRS; p++) {
+    unsigned a = pf->pairs[p] & 0xff, z = pf->pairs[p] >> 8;
+    uint8_t bit = (uint8_t)(1u << (p % 8));
+    pf->teddy[0][a & 15] |= bit;
+    pf->teddy[1][a >> 4] |= bit;
+    pf->teddy[2][z & 15] |= bit;
+    pf->teddy[3][z >> 4] |= bit;
   }
   free(pf->freq);
   pf->freq = NULL;
@@ -499,26 +614,34 @@ pf_scan_strided_avx2(const ddx_prefilter_t *pf, const unsigned char *b, size_t n
   return 0;
 }
 
-/* The short-literal pass, 32 positions per step. */
+/* The short-literal pass, 32 positions per step, Teddy-style (Hyperscan):
+ * each distinct pair is in one of 8 buckets; a byte's low and high nibble
+ * look up (PSHUFB) the buckets whose pairs may start with it, the next
+ * byte's the buckets whose pairs may end with it, and a position is a
+ * candidate where some bucket survives all four. The cost does not grow
+ * with the number of pairs; pairs sharing a bucket may alias, which the
+ * pair chain check rejects. */
 __attribute__((target("avx2"))) static int pf_scan_short_avx2(const ddx_prefilter_t *pf,
                                                               const unsigned char *b, size_t n,
                                                               size_t *next, ddx_prefilter_hit_cb cb,
                                                               void *ctx) {
-  __m256i c0[SHORT_SIMD_PAIRS], c1[SHORT_SIMD_PAIRS];
-  for (size_t p = 0; p < pf->npairs; p++) {
-    c0[p] = _mm256_set1_epi8((char)(pf->pairs[p] & 0xff));
-    c1[p] = _mm256_set1_epi8((char)(pf->pairs[p] >> 8));
-  }
+  __m256i t[4];
+  for (size_t k = 0; k < 4; k++)
+    t[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pf->teddy[k]));
+  const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
   size_t i = 0;
   int rc;
   for (; i + 33 <= n; i += 32) {
     __m256i v0 = _mm256_loadu_si256((const __m256i *)(b + i));
     __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + i + 1));
-    __m256i m = _mm256_setzero_si256();
-    for (size_t p = 0; p < pf->npairs; p++)
-      m = _mm256_or_si256(
-          m, _mm256_and_si256(_mm256_cmpeq_epi8(v0, c0[p]), _mm256_cmpeq_epi8(v1, c1[p])));
-    unsigned bits = (unsigned)_mm256_movemask_epi8(m);
+    __m256i a = _mm256_and_si256(
+        _mm256_shuffle_epi8(t[0], _mm256_and_si256(v0, nib)),
+        _mm256_shuffle_epi8(t[1], _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib)));
+    __m256i z = _mm256_and_si256(
+        _mm256_shuffle_epi8(t[2], _mm256_and_si256(v1, nib)),
+        _mm256_shuffle_epi8(t[3], _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+    unsigned bits =
+        ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(a, z), zero));
     while (bits) {
       unsigned k = (unsigned)__builtin_ctz(bits);
       bits &= bits - 1;
