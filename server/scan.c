@@ -10,6 +10,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SCAN_AVX2 1 /* AVX2 terminator counting, chosen at run time */
+#include <immintrin.h>
+#endif
 
 typedef struct cand {
   size_t pos;
@@ -32,6 +36,9 @@ typedef struct deferred {
 int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   memset(s, 0, sizeof *s);
   s->cat = cat;
+#ifdef SCAN_AVX2
+  s->avx2 = __builtin_cpu_supports("avx2") && !getenv("DDX_NO_AVX2");
+#endif
   ddx_arena_init(&s->arena);
   ddx_vec_init(&s->hits, sizeof(ddx_hit_t));
   ddx_vec_init(&s->inputs, sizeof(ddx_scan_input_t));
@@ -149,17 +156,69 @@ static int cmp_cand(const void *a, const void *b) {
   return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : (x->lit < y->lit ? -1 : x->lit > y->lit);
 }
 
-/* Counts line terminators in buf[from..to): \n, \r\n (once) and bare \r.
- * A \r at to-1 followed by \n at to is counted at the \n. Two memchr
- * passes (SIMD in libc): this runs over every byte of the input. */
-static uint64_t count_terms(const char *buf, size_t from, size_t to, size_t len) {
+/* Counts line terminators in buf[from..to) (to <= end, the end of the
+ * text): \n, \r\n (once, at the \n) and bare \r; a \r at to-1 counts
+ * even if a \n follows at to (a walk that stops there is past it). Sets
+ * *last to the position of the last one, if any. This runs over nearly
+ * every byte of the input. */
+static uint64_t terms_scalar(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
+  uint64_t n = 0;
+  for (size_t t = from; t < to; t++) {
+    if (buf[t] == '\n') {
+      n++;
+      *last = t;
+    } else if (buf[t] == '\r') {
+      *last = t;
+      n += t + 1 >= end || t + 1 == to || buf[t + 1] != '\n';
+    }
+  }
+  return n;
+}
+
+#ifdef SCAN_AVX2
+/* The same, 32 bytes at a time: a \r counts unless the next byte is \n. */
+__attribute__((target("avx2,popcnt"))) static uint64_t
+terms_avx2(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
+  const __m256i nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
+  uint64_t n = 0;
+  size_t i = from, at = SIZE_MAX;
+  for (; i + 65 <= to; i += 64) { /* byte i+64 exists and is before to */
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + i));
+    __m256i v1 = _mm256_loadu_si256((const __m256i *)(buf + i + 32));
+    __m256i w0 = _mm256_loadu_si256((const __m256i *)(buf + i + 1));
+    __m256i w1 = _mm256_loadu_si256((const __m256i *)(buf + i + 33));
+    uint64_t mn = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) |
+                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) << 32;
+    uint64_t mr = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, cr)) |
+                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, cr)) << 32;
+    uint64_t mw = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w0, nl)) |
+                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w1, nl)) << 32;
+    n += (uint64_t)__builtin_popcountll(mn) + (uint64_t)__builtin_popcountll(mr & ~mw);
+    uint64_t any = mn | mr;
+    size_t top = i + 63 - (size_t)__builtin_clzll(any | 1); /* any == 0: not used */
+    at = any ? top : at;
+  }
+  if (at != SIZE_MAX) *last = at;
+  return n + terms_scalar(buf, i, to, end, last);
+}
+#endif
+
+static uint64_t count_terms(bool avx2, const char *buf, size_t from, size_t to, size_t end,
+                            size_t *last) {
+#ifdef SCAN_AVX2
+  if (avx2) return terms_avx2(buf, from, to, end, last);
+#endif
+  (void)avx2;
   uint64_t n = 0;
   const char *e = buf + to;
-  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++) {
     n++;
+    *last = (size_t)(p - buf);
+  }
   for (const char *p = buf + from; (p = memchr(p, '\r', (size_t)(e - p))); p++) {
     size_t at = (size_t)(p - buf);
-    if (at + 1 >= len || buf[at + 1] != '\n') n++; /* a bare \r; \r\n counts at the \n */
+    if (at + 1 >= end || at + 1 == to || buf[at + 1] != '\n') n++; /* \r\n counts at the \n */
+    if (*last == SIZE_MAX || at > *last) *last = at;
   }
   return n;
 }
@@ -189,6 +248,7 @@ static size_t next_term(const char *buf, size_t from, size_t end) {
  * start a little before it (so text at the end of a 50 MB line is still
  * matched); candidates share a window while they fit in it. */
 typedef struct line_walk {
+  bool avx2;
   const char *buf;
   size_t lpos, tpos, hi, end;
   uint64_t line;
@@ -196,19 +256,25 @@ typedef struct line_walk {
   uint64_t win_no;                 /* the window's line number */
 } line_walk_t;
 
-static void walk_init(line_walk_t *w, const char *buf, size_t lo, size_t hi, size_t end,
+static void walk_init(line_walk_t *w, bool avx2, const char *buf, size_t lo, size_t hi, size_t end,
                       uint64_t line) {
-  *w = (line_walk_t){buf, lo, next_term(buf, lo, hi), hi, end, line, (size_t)-1, 0, 0, 0};
+  *w = (line_walk_t){avx2, buf, lo, next_term(buf, lo, hi), hi, end, line, (size_t)-1, 0, 0, 0};
 }
 
 /* Moves to the line holding pos; returns true when pos starts a new window. */
 static bool walk_to(line_walk_t *w, size_t pos) {
-  while (w->tpos < pos) {
-    size_t nx = w->tpos + 1;
+  if (w->tpos < pos) { /* past this line: count the lines between at once */
+    size_t nx = w->tpos + 1, last = SIZE_MAX;
     if (w->buf[w->tpos] == '\r' && nx < w->end && w->buf[nx] == '\n') nx++;
     w->line++;
     w->lpos = nx;
-    w->tpos = next_term(w->buf, w->lpos, w->hi);
+    if (nx < pos) w->line += count_terms(w->avx2, w->buf, nx, pos, w->end, &last);
+    if (last != SIZE_MAX) {
+      w->lpos = last + 1;
+      if (w->buf[last] == '\r' && w->lpos < w->end && w->buf[w->lpos] == '\n') w->lpos++;
+    }
+    /* no terminator in [lpos, pos) */
+    w->tpos = next_term(w->buf, w->lpos > pos ? w->lpos : pos, w->hi);
   }
   if (w->lpos == w->win_line && pos + LONG_LINE_TAIL < w->win_ls + DDX_LINE_MAX) return false;
   w->win_line = w->lpos;
@@ -735,7 +801,8 @@ static int tail_progress(ddx_scan_t *s, size_t end) {
       if (lo > 0 && buf[lo - 1] == '\r' && lo < end && buf[lo] == '\n') lo++;
       if (lo >= hi) lo = 0;
     }
-    uint64_t terms_lo = terms_hi + count_terms(buf, lo, hi, end);
+    size_t last = SIZE_MAX;
+    uint64_t terms_lo = terms_hi + count_terms(s->avx2, buf, lo, hi, end, &last);
     s->cands.len = 0;
     rc = ddx_prefilter_scan(s->cat->pf_last, buf + lo, hi - lo, collect_last_cb, s);
     cand_t *cs = s->cands.data;
@@ -746,7 +813,7 @@ static int tail_progress(ddx_scan_t *s, size_t end) {
     cs = s->cands.data;
     s->deferred.len = 0;
     line_walk_t w;
-    walk_init(&w, buf, lo, hi, end, line_end - terms_lo);
+    walk_init(&w, s->avx2, buf, lo, hi, end, line_end - terms_lo);
     for (size_t i = 0; !rc && i < nc; i++) {
       walk_to(&w, cs[i].pos);
       deferred_t *d = ddx_vec_push(&s->deferred);
@@ -779,7 +846,8 @@ static int process(ddx_scan_t *s, size_t end) {
   size_t nc = s->cands.len;
   if (nc > 1 && (rc = sort_cands(&s->cands, &s->cands_tmp))) return rc;
   if (nc == 0) {
-    s->line_no += count_terms(s->buf, s->count_pos, end, end);
+    size_t last = SIZE_MAX;
+    s->line_no += count_terms(s->avx2, s->buf, s->count_pos, end, end, &last);
     s->count_pos = end;
     return sat ? tail_progress(s, end) : 0;
   }
@@ -788,7 +856,7 @@ static int process(ddx_scan_t *s, size_t end) {
   size_t nrefs = 0, ls = 0, le = 0;
   uint64_t no = 0;
   line_walk_t w;
-  walk_init(&w, s->buf, s->count_pos, end, end, s->line_no);
+  walk_init(&w, s->avx2, s->buf, s->count_pos, end, end, s->line_no);
   for (size_t i = 0; i < nc; i++) {
     if (walk_to(&w, cs[i].pos)) {
       if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
@@ -808,7 +876,8 @@ static int process(ddx_scan_t *s, size_t end) {
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
   }
   if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
-  s->line_no = w.line + count_terms(s->buf, w.lpos, end, end);
+  size_t last = SIZE_MAX;
+  s->line_no = w.line + count_terms(s->avx2, s->buf, w.lpos, end, end, &last);
   s->count_pos = end;
   if (sat) return tail_progress(s, end);
   return s->deferred.len ? eval_deferred_block(s) : 0;

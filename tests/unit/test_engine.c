@@ -501,10 +501,75 @@ static void test_traceback_reassembly(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+/* Line numbers over random terminators (\n, \r\n, bare \r, a \r\n split
+ * across feeds) and line lengths around the 64-byte blocks the terminator
+ * counter takes at once: every stored hit's line is the naive count, with
+ * and without AVX2. */
+static void test_line_numbers_random(const ddx_catalog_t *cat) {
+  enum { LINES = 3000 };
+  char *text = malloc(LINES * 320 + 1);
+  uint64_t *want = malloc(LINES * sizeof *want), *start = malloc(LINES * sizeof *start);
+  CHECK(text && want && start);
+  size_t n = 0, nwant = 0;
+  unsigned seed = 12345;
+  for (uint64_t line = 1; line <= LINES; line++) {
+    seed = seed * 1103515245u + 12345u;
+    size_t len = 1 + (seed >> 8) % 300; /* not empty: \r then \n would be one */
+    bool hit = ((seed >> 20) & 7) == 0 && len >= 24;
+    for (size_t k = 0; k < len; k++)
+      text[n + k] = (char)('a' + (k * 7 + line) % 26);
+    if (hit) {
+      memcpy(text + n + len - 24, "[Rank 1] Watchdog caught", 24);
+      start[nwant] = n;
+      want[nwant++] = line;
+    }
+    n += len;
+    unsigned t = (seed >> 24) % 3;
+    if (t == 0)
+      text[n++] = '\n';
+    else if (t == 1)
+      text[n++] = '\r';
+    else
+      text[n++] = '\r', text[n++] = '\n';
+  }
+  text[n] = 0;
+  for (int avx = 0; avx < 2; avx++) {
+    if (avx)
+      unsetenv("DDX_NO_AVX2");
+    else
+      setenv("DDX_NO_AVX2", "1", 1);
+    for (size_t piece = 997; piece <= n; piece += n) {
+      ddx_scan_t s;
+      ddx_scan_init(&s, cat);
+      ddx_scan_begin(&s, "t");
+      for (size_t i = 0; i < n; i += piece)
+        ddx_scan_feed(&s, text + i, i + piece > n ? n - i : piece);
+      ddx_scan_end(&s);
+      CHECK_EQ_INT(s.lines, LINES);
+      size_t got = 0;
+      for (size_t i = 0; i < s.hits.len; i++) {
+        const ddx_hit_t *h = &DDX_VEC_AT(&s.hits, ddx_hit_t, i);
+        if (strcmp(cat->rules[h->rule].id, "t.watchdog")) continue;
+        CHECK(got < nwant);
+        if (got < nwant) CHECK_EQ_INT(h->line, want[got]);
+        if (got < nwant) CHECK_EQ_INT(h->offset, start[got]);
+        got++;
+      }
+      CHECK_EQ_INT(got, nwant);
+      ddx_scan_free(&s);
+    }
+  }
+  unsetenv("DDX_NO_AVX2");
+  free(text);
+  free(want);
+  free(start);
+}
+
 int main(void) {
   ddx_catalog_t *cat = make_catalog();
   if (!cat) CHECK_DONE();
   test_chunking_and_lines(cat);
+  test_line_numbers_random(cat);
   test_long_line(cat);
   test_priority_context_conditions(cat);
   test_roles(cat);
