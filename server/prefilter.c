@@ -597,17 +597,28 @@ pf_scan_strided_avx2(const ddx_prefilter_t *pf, const unsigned char *b, size_t n
         _mm256_srli_epi32(_mm256_xor_si256(plo, _mm256_mullo_epi32(hi, k2)), 32 - HASH_BITS);
     __m256i gw = _mm256_i32gather_epi32(wbm, _mm256_srli_epi32(hw, 5), 4);
     __m256i tw = _mm256_and_si256(_mm256_srlv_epi32(gw, _mm256_and_si256(hw, low)), one);
-    unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tw, one)));
+    unsigned mw = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tw, one)));
+    unsigned mn = 0;
+    __m256i hn = _mm256_srli_epi32(plo, 32 - HASH_BITS);
     if (narrow) {
-      __m256i hn = _mm256_srli_epi32(plo, 32 - HASH_BITS);
       __m256i gn = _mm256_i32gather_epi32(nbm, _mm256_srli_epi32(hn, 5), 4);
       __m256i tn = _mm256_and_si256(_mm256_srlv_epi32(gn, _mm256_and_si256(hn, low)), one);
-      m |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tn, one)));
+      mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tn, one)));
     }
-    while (m) {
-      size_t at = i + 4 * (size_t)__builtin_ctz(m);
-      m &= m - 1;
-      if ((rc = pf_test(pf, b, n, at, cb, ctx))) return rc;
+    if (!(mw | mn)) continue;
+    /* the hashes are at hand: the hit lanes go straight to their checks */
+    uint32_t aw[8], an[8];
+    _mm256_storeu_si256((__m256i *)aw, hw);
+    _mm256_storeu_si256((__m256i *)an, hn);
+    for (unsigned m = mw | mn; m; m &= m - 1) {
+      unsigned k = (unsigned)__builtin_ctz(m);
+      size_t at = i + 4 * (size_t)k;
+      uint32_t lo32 = load32(b + at);
+      if (((mn >> k) & 1) && (rc = pf_check_narrow(pf, an[k], lo32, b, n, at, cb, ctx))) return rc;
+      if (((mw >> k) & 1) &&
+          (rc = pf_check(pf, &pf->wide, aw[k], (uint64_t)lo32 | (uint64_t)load32(b + at + 4) << 32,
+                         b, n, at, cb, ctx)))
+        return rc;
     }
   }
   *next = i;
