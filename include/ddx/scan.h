@@ -17,7 +17,7 @@
 #include "ddx/rules.h"
 #include "ddx/util.h"
 
-#define DDX_SCAN_BUF (1u << 20)          /* read buffer */
+#define DDX_SCAN_BUF (1u << 21)          /* read buffer */
 #define DDX_SCAN_MAX_HITS_PER_RULE 4096  /* stored signature hits per rule */
 #define DDX_SCAN_MAX_CTX_HITS 200000     /* stored context hits in all */
 #define DDX_SCAN_TEXT_MAX 1024           /* stored normalised text per hit */
