@@ -1,10 +1,11 @@
 /* prefilter.c - literal prefilter (see ddx/prefilter.h).
  *
  * Literals of 7+ bytes are found with a strided hash filter: each is
- * indexed by STRIDE consecutive windows (the run whose most common window
- * is rarest, by real-log byte-pair frequencies), so that whatever its
- * alignment one of them starts at a multiple of STRIDE; the scan hashes
- * only every STRIDE-th position. Two levels share the pass:
+ * indexed by STRIDE consecutive windows (the run with fewest windows that
+ * other literals share, then whose most common window is rarest by
+ * real-log byte-pair frequencies), so that whatever its alignment one of
+ * them starts at a multiple of STRIDE; the scan hashes only every
+ * STRIDE-th position. Two levels share the pass:
  *   - wide: literals of 11+ bytes, by 8-byte windows. An 8-byte window of
  *     a literal rarely occurs in text except in the literal itself, so a
  *     set bit is nearly always a real candidate;
@@ -16,8 +17,10 @@
  * word, then the rest. With AVX2 (checked at run time) eight positions
  * are hashed at once and looked up with gathers.
  * Short literals (2-6 bytes) are few; a second pass finds the byte pair
- * each is indexed by, 32 or 16 bytes at a time (AVX2, SSE2) when there
- * are at most SHORT_SIMD_PAIRS distinct pairs, else with a pair bitmap.
+ * each is indexed by (its rarest, or a shared one when they would need
+ * too many), 32 bytes at a time with AVX2 (nibble lookups, Teddy-style)
+ * or 16 with SSE2 (a compare per pair) when there are at most
+ * SHORT_SIMD_PAIRS distinct pairs, else with a pair bitmap.
  * Memory is fixed and nothing is allocated while scanning. */
 #include "ddx/prefilter.h"
 

@@ -1,10 +1,14 @@
 /* ddx/prefilter.h - owns the literal prefilter: the set of required literals
  * of every rule pattern, found in one pass over raw bytes.
  *
- * Each literal is indexed by its rarest two-byte pair (by a static byte
- * frequency table for log text). The scan tests every byte pair of the input
- * against a 64 Kibit bitmap and only on a hit compares the few literals that
- * share that pair. Literal ids are dense 0..n-1 in insertion order. */
+ * Literals of 7+ bytes are indexed by a run of hashed windows (8 bytes for
+ * literals of 11+, 4 bytes below) so that the scan only hashes every
+ * fourth position and looks the hashes up in bitmaps; short literals (2-6
+ * bytes) are found by their rarest byte pair in a second, Teddy-style SIMD
+ * pass. Only a set bit or a pair match leads to comparing the few literals
+ * behind it. Details in server/prefilter.c. Literal ids are dense 0..n-1 in
+ * insertion order. Immutable once built: one prefilter serves any number
+ * of threads. */
 #ifndef DDX_PREFILTER_H
 #define DDX_PREFILTER_H
 
