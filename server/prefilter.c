@@ -15,7 +15,10 @@
  * bytes a hit touches stay in cache) to the entries of that hash: the
  * window is compared, then the literal's first 8 bytes as one masked
  * word, then the rest. With AVX2 (checked at run time) eight positions
- * are hashed at once and looked up with gathers.
+ * are hashed at once and looked up with one gather in a table that holds
+ * both levels (pf->both: the narrow bit, and the wide bit under 4 bits of
+ * the window's second half), the wide bitmap then tested for the lanes
+ * that pass.
  * Short literals (2-6 bytes) are few; a second pass finds the byte pair
  * each is indexed by (its rarest, or a shared one when they would need
  * too many), 32 bytes at a time with AVX2 (nibble lookups, Teddy-style)
@@ -76,7 +79,12 @@ struct ddx_prefilter {
   pf_lit_t *lits;
   size_t n, cap;
   pf_level_t wide, narrow;
-  uint64_t direct[HASH_SIZE / 64];            /* narrow hash with no 8-byte key */
+  uint64_t direct[HASH_SIZE / 64]; /* narrow hash with no 8-byte key */
+  /* Both levels in one word per 16 narrow hashes, for one gather per
+   * position (pf_scan_strided_avx2): word h >> 4 of the narrow hash h of
+   * a window's first 4 bytes has bit h & 15 for a narrow window and bit
+   * 16 + (a 4-bit hash of the next 4 bytes) for a wide one. */
+  uint32_t both[HASH_SIZE / 16];
   uint64_t key_after[(1u << KEY_BITS) / 64];  /* window + the 4 bytes after */
   uint64_t key_before[(1u << KEY_BITS) / 64]; /* the 4 bytes before + window */
   int32_t *pair_bucket;                       /* 65536 heads (short literals) */
@@ -133,6 +141,11 @@ static inline uint32_t popcount64(uint64_t x) {
   x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
   x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
   return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* The 4-bit hash of a wide window's second half in pf->both. */
+static inline uint32_t both_hi(uint32_t hi) {
+  return (hi * 0x85EBCA77u) >> 28;
 }
 
 static inline uint64_t load64(const unsigned char *p) {
@@ -434,6 +447,7 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
   memset(pf->wide.bitmap, 0, sizeof pf->wide.bitmap);
   memset(pf->narrow.bitmap, 0, sizeof pf->narrow.bitmap);
   memset(pf->direct, 0, sizeof pf->direct);
+  memset(pf->both, 0, sizeof pf->both);
   memset(pf->key_after, 0, sizeof pf->key_after);
   memset(pf->key_before, 0, sizeof pf->key_before);
   memset(pf->pair_bitmap, 0, sizeof pf->pair_bitmap);
@@ -457,6 +471,8 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
       uint32_t h = e->hash =
           wide ? hash_wide(load32(u + e->off), load32(u + e->off + 4)) : hash32((uint32_t)e->key);
       lv->bitmap[h >> 6] |= 1ull << (h & 63);
+      uint32_t hl = hash32(load32(u + e->off));
+      pf->both[hl >> 4] |= wide ? 1u << (16 + both_hi(load32(u + e->off + 4))) : 1u << (hl & 15);
       if (wide) continue;
       /* The narrow level's second test: 8 literal bytes around the window,
        * so that a common window ("ning", "m': ") costs a bitmap test, not
@@ -585,42 +601,36 @@ static inline int pf_check_short(const ddx_prefilter_t *pf, const unsigned char 
 __attribute__((target("avx2"))) static int
 pf_scan_strided_avx2(const ddx_prefilter_t *pf, const unsigned char *b, size_t n, size_t *next,
                      ddx_prefilter_hit_cb cb, void *ctx) {
-  const int *wbm = (const int *)pf->wide.bitmap; /* little-endian: bit h */
-  const int *nbm = (const int *)pf->narrow.bitmap;
+  const int *both = (const int *)pf->both;
   const __m256i k1 = _mm256_set1_epi32((int)0x9E3779B1u), k2 = _mm256_set1_epi32((int)0x85EBCA77u),
-                one = _mm256_set1_epi32(1), low = _mm256_set1_epi32(31);
-  bool narrow = pf->narrow.n > 0;
+                one = _mm256_set1_epi32(1), nib = _mm256_set1_epi32(15),
+                sixteen = _mm256_set1_epi32(16);
   size_t i = 0;
   int rc;
   for (; i + 36 <= n; i += 32) {
     __m256i lo = _mm256_loadu_si256((const __m256i *)(b + i));
     __m256i hi = _mm256_loadu_si256((const __m256i *)(b + i + 4));
-    __m256i plo = _mm256_mullo_epi32(lo, k1);
-    __m256i hw =
-        _mm256_srli_epi32(_mm256_xor_si256(plo, _mm256_mullo_epi32(hi, k2)), 32 - HASH_BITS);
-    __m256i gw = _mm256_i32gather_epi32(wbm, _mm256_srli_epi32(hw, 5), 4);
-    __m256i tw = _mm256_and_si256(_mm256_srlv_epi32(gw, _mm256_and_si256(hw, low)), one);
+    __m256i hn = _mm256_srli_epi32(_mm256_mullo_epi32(lo, k1), 32 - HASH_BITS);
+    __m256i g = _mm256_i32gather_epi32(both, _mm256_srli_epi32(hn, 4), 4);
+    __m256i tn = _mm256_and_si256(_mm256_srlv_epi32(g, _mm256_and_si256(hn, nib)), one);
+    __m256i wb = _mm256_add_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(hi, k2), 28), sixteen);
+    __m256i tw = _mm256_and_si256(_mm256_srlv_epi32(g, wb), one);
+    unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tn, one)));
     unsigned mw = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tw, one)));
-    unsigned mn = 0;
-    __m256i hn = _mm256_srli_epi32(plo, 32 - HASH_BITS);
-    if (narrow) {
-      __m256i gn = _mm256_i32gather_epi32(nbm, _mm256_srli_epi32(hn, 5), 4);
-      __m256i tn = _mm256_and_si256(_mm256_srlv_epi32(gn, _mm256_and_si256(hn, low)), one);
-      mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tn, one)));
-    }
     if (!(mw | mn)) continue;
-    /* the hashes are at hand: the hit lanes go straight to their checks */
-    uint32_t aw[8], an[8];
-    _mm256_storeu_si256((__m256i *)aw, hw);
+    uint32_t an[8];
     _mm256_storeu_si256((__m256i *)an, hn);
     for (unsigned m = mw | mn; m; m &= m - 1) {
       unsigned k = (unsigned)__builtin_ctz(m);
       size_t at = i + 4 * (size_t)k;
       uint32_t lo32 = load32(b + at);
       if (((mn >> k) & 1) && (rc = pf_check_narrow(pf, an[k], lo32, b, n, at, cb, ctx))) return rc;
-      if (((mw >> k) & 1) &&
-          (rc = pf_check(pf, &pf->wide, aw[k], (uint64_t)lo32 | (uint64_t)load32(b + at + 4) << 32,
-                         b, n, at, cb, ctx)))
+      if (!((mw >> k) & 1)) continue;
+      /* the word only knew 4 bits of the second half: the wide bitmap */
+      uint32_t hi32 = load32(b + at + 4), hw = hash_wide(lo32, hi32);
+      if (((pf->wide.bitmap[hw >> 6] >> (hw & 63)) & 1) &&
+          (rc = pf_check(pf, &pf->wide, hw, (uint64_t)lo32 | (uint64_t)hi32 << 32, b, n, at, cb,
+                         ctx)))
         return rc;
     }
   }
