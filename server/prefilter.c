@@ -195,36 +195,13 @@ void ddx_prefilter_free(ddx_prefilter_t *pf) {
   free(pf);
 }
 
-/* Windows that occur in more than one distinct literal: a sorted table of
- * keys (4- and 8-byte windows apart). Literals that share a window share
- * structure ("grad_norm': nan", "grad_norm': inf"): it is the key text of
- * lines that are everywhere, and their own bytes are elsewhere. */
-typedef struct pf_shared {
-  uint64_t *keys[2]; /* [0]: 4-byte windows, [1]: 8-byte */
-  size_t n[2];
-} pf_shared_t;
-
-static bool pf_is_shared(const pf_shared_t *sh, const unsigned char *w, size_t win) {
-  if (!sh) return false;
-  size_t lv = win == 8;
-  uint64_t key = win == 8 ? load64(w) : load32(w);
-  size_t lo = 0, hi = sh->n[lv];
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (sh->keys[lv][mid] < key)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < sh->n[lv] && sh->keys[lv][lo] == key;
-}
-
 /* The anchor: for a strided literal the run of STRIDE windows with the
- * fewest shared windows (sh may be NULL), then whose most common window
- * is rarest (each window lets its own occurrences through; the sum breaks
- * ties); for a short one the rarest byte pair. */
-static uint32_t pf_choose_anchor(const pf_pairfreq_t *f, const pf_shared_t *sh,
-                                 const unsigned char *u, size_t len) {
+ * fewest windows other literals share (shared[i]: the window at i is;
+ * see pf_anchor_strided), then whose most common window is rarest (each
+ * window lets its own occurrences through; the sum breaks ties); for a
+ * short one the rarest byte pair. */
+static uint32_t pf_choose_anchor(const pf_pairfreq_t *f, const bool *shared, const unsigned char *u,
+                                 size_t len) {
   size_t win = len >= WIDE_MIN ? 8 : len >= LONG_MIN ? 4 : 2;
   size_t span = win == 2 ? 2 : win + STRIDE - 1;
   uint32_t anchor = 0;
@@ -234,14 +211,14 @@ static uint32_t pf_choose_anchor(const pf_pairfreq_t *f, const pf_shared_t *sh,
     if (win == 2) {
       c = pf_window_cost(f, u + i, 2);
     } else {
-      unsigned mx = 0, sum = 0, shared = 0;
+      unsigned mx = 0, sum = 0, nshared = 0;
       for (size_t k = 0; k < STRIDE; k++) {
         unsigned wc = pf_window_cost(f, u + i + k, win);
         sum += wc;
         if (wc > mx) mx = wc;
-        shared += pf_is_shared(sh, u + i + k, win);
+        nshared += shared[i + k];
       }
-      c = (uint64_t)shared << 32 | (mx * 8 + sum);
+      c = (uint64_t)nshared << 32 | (mx * 8 + sum);
     }
     if (c < best) {
       best = c;
@@ -272,7 +249,8 @@ int32_t ddx_prefilter_add(ddx_prefilter_t *pf, const char *lit, size_t len) {
     pf_pairfreq_init(pf->freq);
   }
   const unsigned char *u = (const unsigned char *)lit;
-  uint32_t anchor = pf_choose_anchor(pf->freq, NULL, u, len);
+  /* strided literals are anchored at build, once all are known */
+  uint32_t anchor = len < LONG_MIN ? pf_choose_anchor(pf->freq, NULL, u, len) : 0;
   pf_lit_t *l = &pf->lits[pf->n];
   *l = (pf_lit_t){copy, (uint32_t)len, anchor, 0, 0, -1};
   size_t hn = len < 8 ? len : 8;
@@ -351,61 +329,81 @@ static int pf_cover_short(ddx_prefilter_t *pf) {
   return 0;
 }
 
-typedef struct pf_win {
-  uint64_t key;
-  const pf_lit_t *lit;
-} pf_win_t;
+static int lit_text_cmp(const void *a, const void *b) {
+  const pf_lit_t *x = *(const pf_lit_t *const *)a, *y = *(const pf_lit_t *const *)b;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return memcmp(x->bytes, y->bytes, x->len);
+}
 
-static int win_cmp(const void *a, const void *b) {
-  const pf_win_t *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  if (x->lit->len != y->lit->len) return x->lit->len < y->lit->len ? -1 : 1;
-  return memcmp(x->lit->bytes, y->lit->bytes, x->lit->len);
+/* Open-addressing set of windows: the first literal text seen with each,
+ * and whether a second, different text has it too. */
+typedef struct pf_winslot {
+  uint64_t key;
+  uint32_t text; /* text id + 1; 0: empty */
+  bool shared;
+} pf_winslot_t;
+
+static pf_winslot_t *win_slot(pf_winslot_t *t, size_t mask, uint64_t key) {
+  size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  while (t[h].text && t[h].key != key)
+    h = (h + 1) & mask;
+  return &t[h];
 }
 
 /* Re-anchors the strided literals once all are known, avoiding windows
- * other literals share (pf_shared_t). */
+ * that another literal (a different text) shares: literals that share a
+ * window share structure ("grad_norm': nan", "grad_norm': inf"), the key
+ * text of lines that are everywhere, and their own bytes are elsewhere. */
 static int pf_anchor_strided(ddx_prefilter_t *pf) {
-  pf_shared_t sh = {{NULL, NULL}, {0, 0}};
+  size_t total = 0;
+  for (size_t k = 0; k < pf->n; k++)
+    total += pf->lits[k].len;
+  size_t cap = 64;
+  while (cap < 2 * total)
+    cap *= 2;
+  const pf_lit_t **order = malloc((pf->n ? pf->n : 1) * sizeof *order);
+  uint32_t *text = malloc((pf->n ? pf->n : 1) * sizeof *text);
+  pf_winslot_t *t = malloc(cap * sizeof *t);
+  bool *shared = malloc(4096 * sizeof *shared); /* literals are at most 4096 bytes */
   int rc = -1;
-  for (size_t lv = 0; lv < 2; lv++) {
-    size_t win = lv ? 8 : 4, total = 0;
-    for (size_t k = 0; k < pf->n; k++)
-      total += pf->lits[k].len >= win ? pf->lits[k].len - win + 1 : 0;
-    pf_win_t *ws = malloc((total ? total : 1) * sizeof *ws);
-    sh.keys[lv] = malloc((total ? total : 1) * sizeof *sh.keys[lv]);
-    if (!ws || !sh.keys[lv]) {
-      free(ws);
-      goto out;
-    }
-    size_t m = 0;
+  if (!order || !text || !t || !shared) goto out;
+  /* text ids: equal literals (one per rule that needs it) are one text */
+  for (size_t k = 0; k < pf->n; k++)
+    order[k] = &pf->lits[k];
+  if (pf->n > 1) qsort(order, pf->n, sizeof *order, lit_text_cmp);
+  for (size_t i = 0, id = 0; i < pf->n; i++) {
+    if (i && lit_text_cmp(&order[i - 1], &order[i])) id++;
+    text[order[i] - pf->lits] = (uint32_t)id;
+  }
+  for (size_t win = 4; win <= 8; win += 4) {
+    memset(t, 0, cap * sizeof *t);
     for (size_t k = 0; k < pf->n; k++) {
-      const pf_lit_t *l = &pf->lits[k];
+      const unsigned char *u = (const unsigned char *)pf->lits[k].bytes;
+      for (size_t i = 0; i + win <= pf->lits[k].len; i++) {
+        uint64_t key = win == 8 ? load64(u + i) : load32(u + i);
+        pf_winslot_t *sl = win_slot(t, cap - 1, key);
+        if (!sl->text)
+          *sl = (pf_winslot_t){key, text[k] + 1, false};
+        else if (sl->text != text[k] + 1)
+          sl->shared = true;
+      }
+    }
+    for (size_t k = 0; k < pf->n; k++) {
+      pf_lit_t *l = &pf->lits[k];
+      size_t lw = l->len >= WIDE_MIN ? 8 : 4;
+      if (l->len < LONG_MIN || lw != win) continue;
       const unsigned char *u = (const unsigned char *)l->bytes;
       for (size_t i = 0; i + win <= l->len; i++)
-        ws[m++] = (pf_win_t){win == 8 ? load64(u + i) : load32(u + i), l};
+        shared[i] = win_slot(t, cap - 1, win == 8 ? load64(u + i) : load32(u + i))->shared;
+      l->anchor = pf_choose_anchor(pf->freq, shared, u, l->len);
     }
-    if (m > 1) qsort(ws, m, sizeof *ws, win_cmp);
-    /* a key is shared when its run holds two distinct literal texts */
-    for (size_t i = 0; i < m;) {
-      size_t j = i + 1;
-      bool two = false;
-      for (; j < m && ws[j].key == ws[i].key; j++)
-        two = two || win_cmp(&ws[j - 1], &ws[j]) != 0;
-      if (two) sh.keys[lv][sh.n[lv]++] = ws[i].key;
-      i = j;
-    }
-    free(ws);
-  }
-  for (size_t k = 0; k < pf->n; k++) {
-    pf_lit_t *l = &pf->lits[k];
-    if (l->len >= LONG_MIN)
-      l->anchor = pf_choose_anchor(pf->freq, &sh, (const unsigned char *)l->bytes, l->len);
   }
   rc = 0;
 out:
-  free(sh.keys[0]);
-  free(sh.keys[1]);
+  free(order);
+  free(text);
+  free(t);
+  free(shared);
   return rc;
 }
 
