@@ -185,14 +185,12 @@ terms_avx2(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
   for (; i + 65 <= to; i += 64) { /* byte i+64 exists and is before to */
     __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + i));
     __m256i v1 = _mm256_loadu_si256((const __m256i *)(buf + i + 32));
-    __m256i w0 = _mm256_loadu_si256((const __m256i *)(buf + i + 1));
-    __m256i w1 = _mm256_loadu_si256((const __m256i *)(buf + i + 33));
     uint64_t mn = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, nl)) |
                   (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, nl)) << 32;
     uint64_t mr = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, cr)) |
                   (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v1, cr)) << 32;
-    uint64_t mw = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w0, nl)) |
-                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w1, nl)) << 32;
+    /* bit j: byte i+j+1 is a \n (the last one from the byte after the block) */
+    uint64_t mw = mn >> 1 | (uint64_t)(buf[i + 64] == '\n') << 63;
     n += (uint64_t)__builtin_popcountll(mn) + (uint64_t)__builtin_popcountll(mr & ~mw);
     uint64_t any = mn | mr;
     size_t top = i + 63 - (size_t)__builtin_clzll(any | 1); /* any == 0: not used */
