@@ -159,24 +159,24 @@ static int cmp_cand(const void *a, const void *b) {
 /* Counts line terminators in buf[from..to) (to <= end, the end of the
  * text): \n, \r\n (once, at the \n) and bare \r; a \r at to-1 counts
  * even if a \n follows at to (a walk that stops there is past it). Sets
- * *last to the position of the last one, if any. This runs over nearly
- * every byte of the input. */
-static uint64_t terms_scalar(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
+ * *last to the position of the last one, if any. Two memchr passes. */
+static uint64_t terms_memchr(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
   uint64_t n = 0;
-  for (size_t t = from; t < to; t++) {
-    if (buf[t] == '\n') {
-      n++;
-      *last = t;
-    } else if (buf[t] == '\r') {
-      *last = t;
-      n += t + 1 >= end || t + 1 == to || buf[t + 1] != '\n';
-    }
+  const char *e = buf + to;
+  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++) {
+    n++;
+    *last = (size_t)(p - buf);
+  }
+  for (const char *p = buf + from; (p = memchr(p, '\r', (size_t)(e - p))); p++) {
+    size_t at = (size_t)(p - buf);
+    if (at + 1 >= end || at + 1 == to || buf[at + 1] != '\n') n++; /* \r\n counts at the \n */
+    if (*last == SIZE_MAX || at > *last) *last = at;
   }
   return n;
 }
 
 #ifdef SCAN_AVX2
-/* The same, 32 bytes at a time: a \r counts unless the next byte is \n. */
+/* The same, 64 bytes at a time: a \r counts unless the next byte is \n. */
 __attribute__((target("avx2,popcnt"))) static uint64_t
 terms_avx2(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
   const __m256i nl = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r');
@@ -197,7 +197,7 @@ terms_avx2(const char *buf, size_t from, size_t to, size_t end, size_t *last) {
     at = any ? top : at;
   }
   if (at != SIZE_MAX) *last = at;
-  return n + terms_scalar(buf, i, to, end, last);
+  return n + terms_memchr(buf, i, to, end, last);
 }
 #endif
 
@@ -207,18 +207,14 @@ static uint64_t count_terms(bool avx2, const char *buf, size_t from, size_t to, 
   if (avx2) return terms_avx2(buf, from, to, end, last);
 #endif
   (void)avx2;
-  uint64_t n = 0;
-  const char *e = buf + to;
-  for (const char *p = buf + from; (p = memchr(p, '\n', (size_t)(e - p))); p++) {
-    n++;
-    *last = (size_t)(p - buf);
-  }
-  for (const char *p = buf + from; (p = memchr(p, '\r', (size_t)(e - p))); p++) {
-    size_t at = (size_t)(p - buf);
-    if (at + 1 >= end || at + 1 == to || buf[at + 1] != '\n') n++; /* \r\n counts at the \n */
-    if (*last == SIZE_MAX || at > *last) *last = at;
-  }
-  return n;
+  return terms_memchr(buf, from, to, end, last);
+}
+
+/* The lines ended in buf[from..to) of a scan's buffer (end: its text's end). */
+static uint64_t count_lines(const ddx_scan_t *s, const char *buf, size_t from, size_t to,
+                            size_t end) {
+  size_t last = SIZE_MAX;
+  return count_terms(s->avx2, buf, from, to, end, &last);
 }
 
 /* The first line terminator (\n or \r) in buf[from..end), or end. */
@@ -799,8 +795,7 @@ static int tail_progress(ddx_scan_t *s, size_t end) {
       if (lo > 0 && buf[lo - 1] == '\r' && lo < end && buf[lo] == '\n') lo++;
       if (lo >= hi) lo = 0;
     }
-    size_t last = SIZE_MAX;
-    uint64_t terms_lo = terms_hi + count_terms(s->avx2, buf, lo, hi, end, &last);
+    uint64_t terms_lo = terms_hi + count_lines(s, buf, lo, hi, end);
     s->cands.len = 0;
     rc = ddx_prefilter_scan(s->cat->pf_last, buf + lo, hi - lo, collect_last_cb, s);
     cand_t *cs = s->cands.data;
@@ -844,8 +839,7 @@ static int process(ddx_scan_t *s, size_t end) {
   size_t nc = s->cands.len;
   if (nc > 1 && (rc = sort_cands(&s->cands, &s->cands_tmp))) return rc;
   if (nc == 0) {
-    size_t last = SIZE_MAX;
-    s->line_no += count_terms(s->avx2, s->buf, s->count_pos, end, end, &last);
+    s->line_no += count_lines(s, s->buf, s->count_pos, end, end);
     s->count_pos = end;
     return sat ? tail_progress(s, end) : 0;
   }
@@ -874,8 +868,7 @@ static int process(ddx_scan_t *s, size_t end) {
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
   }
   if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
-  size_t last = SIZE_MAX;
-  s->line_no = w.line + count_terms(s->avx2, s->buf, w.lpos, end, end, &last);
+  s->line_no = w.line + count_lines(s, s->buf, w.lpos, end, end);
   s->count_pos = end;
   if (sat) return tail_progress(s, end);
   return s->deferred.len ? eval_deferred_block(s) : 0;
