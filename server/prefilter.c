@@ -143,6 +143,15 @@ static inline uint32_t popcount64(uint64_t x) {
   return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
+/* Bit h of a bitmap of 64-bit words. */
+static inline bool bit_get(const uint64_t *bm, uint32_t h) {
+  return (bm[h >> 6] >> (h & 63)) & 1;
+}
+
+static inline void bit_set(uint64_t *bm, uint32_t h) {
+  bm[h >> 6] |= 1ull << (h & 63);
+}
+
 /* The 4-bit hash of a wide window's second half in pf->both. */
 static inline uint32_t both_hi(uint32_t hi) {
   return (hi * 0x85EBCA77u) >> 28;
@@ -468,7 +477,7 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
       e->mask = l->mask;
       uint32_t h = e->hash =
           wide ? hash_wide(load32(u + e->off), load32(u + e->off + 4)) : hash32((uint32_t)e->key);
-      lv->bitmap[h >> 6] |= 1ull << (h & 63);
+      bit_set(lv->bitmap, h);
       uint32_t hl = hash32(load32(u + e->off));
       pf->both[hl >> 4] |= wide ? 1u << (16 + both_hi(load32(u + e->off + 4))) : 1u << (hl & 15);
       if (wide) continue;
@@ -477,12 +486,12 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
        * a walk. */
       if (e->off + 8 <= l->len) {
         uint32_t q = hash64(load64(u + e->off));
-        pf->key_after[q >> 6] |= 1ull << (q & 63);
+        bit_set(pf->key_after, q);
       } else if (e->off >= 4) {
         uint32_t q = hash64(load64(u + e->off - 4));
-        pf->key_before[q >> 6] |= 1ull << (q & 63);
+        bit_set(pf->key_before, q);
       } else {
-        pf->direct[h >> 6] |= 1ull << (h & 63);
+        bit_set(pf->direct, h);
       }
     }
   }
@@ -493,13 +502,13 @@ int ddx_prefilter_build(ddx_prefilter_t *pf) {
     const unsigned char *u = (const unsigned char *)l->bytes;
     if (l->len >= LONG_MIN) continue;
     unsigned pair = u[l->anchor] | ((unsigned)u[l->anchor + 1] << 8);
-    if (!(pf->pair_bitmap[pair >> 6] & (1ull << (pair & 63)))) {
+    if (!bit_get(pf->pair_bitmap, pair)) {
       if (pf->npairs < SHORT_SIMD_PAIRS) pf->pairs[pf->npairs] = (uint16_t)pair;
       pf->npairs++;
     }
     l->next = pf->pair_bucket[pair];
     pf->pair_bucket[pair] = (int32_t)k;
-    pf->pair_bitmap[pair >> 6] |= 1ull << (pair & 63);
+    bit_set(pf->pair_bitmap, pair);
   }
   /* Teddy buckets (pf_scan_short_avx2): pair p in bucket p % 8. */
   memset(pf->teddy, 0, sizeof pf->teddy);
@@ -553,14 +562,22 @@ static inline int pf_check(const ddx_prefilter_t *pf, const pf_level_t *lv, uint
 static inline int pf_check_narrow(const ddx_prefilter_t *pf, uint32_t h, uint32_t lo,
                                   const unsigned char *b, size_t n, size_t i,
                                   ddx_prefilter_hit_cb cb, void *ctx) {
-  if (!((pf->direct[h >> 6] >> (h & 63)) & 1)) {
+  if (!bit_get(pf->direct, h)) {
     uint32_t qa = i + 8 <= n ? hash64(load64(b + i)) : 0;
     uint32_t qb = i >= 4 ? hash64(load64(b + i - 4)) : 0;
-    bool a = i + 8 <= n && ((pf->key_after[qa >> 6] >> (qa & 63)) & 1);
-    bool z = i >= 4 && ((pf->key_before[qb >> 6] >> (qb & 63)) & 1);
+    bool a = i + 8 <= n && bit_get(pf->key_after, qa);
+    bool z = i >= 4 && bit_get(pf->key_before, qb);
     if (!a && !z) return 0;
   }
   return pf_check(pf, &pf->narrow, h, lo, b, n, i, cb, ctx);
+}
+
+/* The wide level at i (i + 8 <= n), lo the window's first 4 bytes. */
+static inline int pf_check_wide(const ddx_prefilter_t *pf, uint32_t lo, const unsigned char *b,
+                                size_t n, size_t i, ddx_prefilter_hit_cb cb, void *ctx) {
+  uint32_t hi = load32(b + i + 4), hw = hash_wide(lo, hi);
+  if (!bit_get(pf->wide.bitmap, hw)) return 0;
+  return pf_check(pf, &pf->wide, hw, (uint64_t)lo | (uint64_t)hi << 32, b, n, i, cb, ctx);
 }
 
 /* Both levels at one tested position i (i + 4 <= n). */
@@ -568,14 +585,9 @@ static inline int pf_test(const ddx_prefilter_t *pf, const unsigned char *b, siz
                           ddx_prefilter_hit_cb cb, void *ctx) {
   uint32_t lo = load32(b + i), h = hash32(lo);
   int rc;
-  if (((pf->narrow.bitmap[h >> 6] >> (h & 63)) & 1) &&
-      (rc = pf_check_narrow(pf, h, lo, b, n, i, cb, ctx)))
+  if (bit_get(pf->narrow.bitmap, h) && (rc = pf_check_narrow(pf, h, lo, b, n, i, cb, ctx)))
     return rc;
-  if (i + 8 > n) return 0;
-  uint32_t hi = load32(b + i + 4), hw = hash_wide(lo, hi);
-  if ((pf->wide.bitmap[hw >> 6] >> (hw & 63)) & 1)
-    return pf_check(pf, &pf->wide, hw, (uint64_t)lo | (uint64_t)hi << 32, b, n, i, cb, ctx);
-  return 0;
+  return i + 8 <= n ? pf_check_wide(pf, lo, b, n, i, cb, ctx) : 0;
 }
 
 /* Verifies the short literals indexed by the byte pair at i. */
@@ -623,13 +635,8 @@ pf_scan_strided_avx2(const ddx_prefilter_t *pf, const unsigned char *b, size_t n
       size_t at = i + 4 * (size_t)k;
       uint32_t lo32 = load32(b + at);
       if (((mn >> k) & 1) && (rc = pf_check_narrow(pf, an[k], lo32, b, n, at, cb, ctx))) return rc;
-      if (!((mw >> k) & 1)) continue;
-      /* the word only knew 4 bits of the second half: the wide bitmap */
-      uint32_t hi32 = load32(b + at + 4), hw = hash_wide(lo32, hi32);
-      if (((pf->wide.bitmap[hw >> 6] >> (hw & 63)) & 1) &&
-          (rc = pf_check(pf, &pf->wide, hw, (uint64_t)lo32 | (uint64_t)hi32 << 32, b, n, at, cb,
-                         ctx)))
-        return rc;
+      /* the word only knew 4 bits of the second half: the wide bitmap next */
+      if (((mw >> k) & 1) && (rc = pf_check_wide(pf, lo32, b, n, at, cb, ctx))) return rc;
     }
   }
   *next = i;
@@ -709,7 +716,7 @@ static int pf_scan_short(const ddx_prefilter_t *pf, const unsigned char *b, size
 #endif
   for (; i + 1 < n; i++) {
     unsigned pair = b[i] | ((unsigned)b[i + 1] << 8);
-    if (!(pf->pair_bitmap[pair >> 6] & (1ull << (pair & 63)))) continue;
+    if (!bit_get(pf->pair_bitmap, pair)) continue;
     if ((rc = pf_check_short(pf, b, n, i, cb, ctx))) return rc;
   }
   return 0;
