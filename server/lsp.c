@@ -811,30 +811,31 @@ static int lsp_big_marker(const char *t, size_t nbig) {
                                                                                       : -1;
 }
 
+static void lsp_big_restore(json_t *v, lsp_big_t *big, size_t nbig, size_t *restored);
+
+/* x's replacement when it is a marker (the decoded big string), else NULL
+ * after restoring what x holds. */
+static json_t *lsp_big_swap(json_t *x, lsp_big_t *big, size_t nbig, size_t *restored) {
+  int m = lsp_big_marker(json_string_value(x), nbig);
+  if (m < 0) {
+    lsp_big_restore(x, big, nbig, restored);
+    return NULL;
+  }
+  (*restored)++;
+  return json_stringn_nocheck(big[m].text, big[m].len);
+}
+
 /* Puts the decoded big strings back where their markers are. */
 static void lsp_big_restore(json_t *v, lsp_big_t *big, size_t nbig, size_t *restored) {
+  json_t *r;
   if (json_is_object(v)) {
-    for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
-      json_t *x = json_object_iter_value(it);
-      int m = lsp_big_marker(json_string_value(x), nbig);
-      if (m >= 0) {
-        json_object_iter_set_new(v, it, json_stringn_nocheck(big[m].text, big[m].len));
-        (*restored)++;
-      } else {
-        lsp_big_restore(x, big, nbig, restored);
-      }
-    }
+    for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it))
+      if ((r = lsp_big_swap(json_object_iter_value(it), big, nbig, restored)))
+        json_object_iter_set_new(v, it, r);
   } else if (json_is_array(v)) {
-    for (size_t i = 0; i < json_array_size(v); i++) {
-      json_t *x = json_array_get(v, i);
-      int m = lsp_big_marker(json_string_value(x), nbig);
-      if (m >= 0) {
-        json_array_set_new(v, i, json_stringn_nocheck(big[m].text, big[m].len));
-        (*restored)++;
-      } else {
-        lsp_big_restore(x, big, nbig, restored);
-      }
-    }
+    for (size_t i = 0; i < json_array_size(v); i++)
+      if ((r = lsp_big_swap(json_array_get(v, i), big, nbig, restored)))
+        json_array_set_new(v, i, r);
   }
 }
 
