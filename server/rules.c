@@ -22,6 +22,8 @@
 #define DDX_MATCH_LIMIT 200000
 #define DDX_DEPTH_LIMIT 10000
 
+static int ends_with(const char *s, const char *suffix);
+
 /* Loader state for one file: where we are, for error messages. */
 typedef struct load_ctx {
   ddx_catalog_t *cat;
@@ -144,18 +146,30 @@ static int get_int(load_ctx_t *lc, json_t *obj, const char *key, long lo, long h
   return 0;
 }
 
-static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id) {
+/* Compiles one regex (JIT when available); field names it in errors. */
+static int compile_regex(load_ctx_t *lc, const char *regex, const char *field, const char *owner,
+                         pcre2_code **out) {
   int errcode;
   PCRE2_SIZE erroff;
   pcre2_code *code =
-      pcre2_compile((PCRE2_SPTR)p->regex, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff, NULL);
+      pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff, NULL);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(errcode, buf, sizeof buf);
-    return fail(lc, "regex", "rule %s: regex does not compile at offset %zu: %s", rule_id,
-                (size_t)erroff, (char *)buf);
+    return fail(lc, field, "%s: regex does not compile at offset %zu: %s", owner, (size_t)erroff,
+                (char *)buf);
   }
   if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0) lc->cat->jit = true;
+  *out = code;
+  return 0;
+}
+
+static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id) {
+  char owner[160];
+  snprintf(owner, sizeof owner, "rule %s", rule_id);
+  pcre2_code *code;
+  int rc = compile_regex(lc, p->regex, "regex", owner, &code);
+  if (rc) return rc;
   p->code = code;
   pcre2_match_context *mctx = pcre2_match_context_create(NULL);
   if (!mctx) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
@@ -203,7 +217,15 @@ static int load_condition(load_ctx_t *lc, json_t *o, ddx_condition_t *c) {
     if (star) {
       char *end;
       c->ref_factor = strtod(s, &end);
-      if (end == s) return fail(lc, "value", "expected \"k*fact\", a number or a size");
+      if (end == s) { /* "fact*fact": a product of two facts */
+        c->ref_factor = 1;
+        c->ref_fact2 = ddx_arena_strndup(&lc->cat->arena, s, (size_t)(star - s));
+        if (star == s || !c->ref_fact2)
+          return fail(lc, "value", "expected \"k*fact\", \"fact*fact\", a number or a size");
+      } else if (end != star) {
+        return fail(lc, "value", "expected \"k*fact\", \"fact*fact\", a number or a size");
+      }
+      if (!star[1]) return fail(lc, "value", "expected a fact name after \"*\"");
       c->ref_fact = ddx_arena_strdup(&lc->cat->arena, star + 1);
     } else if (!ddx_parse_quantity(s, &c->number)) {
       return fail(lc, "value", "expected a number, a size like \"2 GiB\" or \"k*fact\"");
@@ -387,14 +409,97 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
   return 0;
 }
 
+/* One clue of a rule (see ddx_clue_t): exactly one of frame, phase,
+ * regex (a token, with literals) or conditions (a relation) says its kind.
+ * A token clue becomes a file-scope context of the rule marked `clue`. */
+static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
+  static const char *const keys[] = {"id",    "why",      "weight",     "frame", "phase",
+                                     "regex", "literals", "conditions", NULL};
+  int rc;
+  if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
+  if ((rc = check_keys(lc, o, keys))) return rc;
+  if ((rc = get_str(lc, o, "id", true, &c->id))) return rc;
+  if ((rc = get_str(lc, o, "why", true, &c->why))) return rc;
+  json_t *w = json_object_get(o, "weight");
+  if (!json_is_number(w) || json_number_value(w) < -10 || json_number_value(w) > 10 ||
+      json_number_value(w) == 0)
+    return fail(lc, "weight", "expected a non-zero number between -10 and 10");
+  c->weight = json_number_value(w);
+  int kinds = !!json_object_get(o, "frame") + !!json_object_get(o, "phase") +
+              !!json_object_get(o, "regex") +
+              (!!json_object_get(o, "conditions") && !json_object_get(o, "regex"));
+  if (kinds != 1)
+    return fail(lc, NULL,
+                "a clue has exactly one of \"frame\", \"phase\", \"regex\" (with optional "
+                "\"literals\") or \"conditions\"");
+  if (json_object_get(o, "frame")) {
+    const char *re;
+    if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
+    char owner[160];
+    snprintf(owner, sizeof owner, "rule %s clue %s", r->id, c->id);
+    pcre2_code *code;
+    if ((rc = compile_regex(lc, re, "frame", owner, &code))) return rc;
+    c->frame_code = code;
+    c->kind = DDX_CLUE_FRAME;
+  } else if (json_object_get(o, "phase")) {
+    json_t *ph = json_object_get(o, "phase");
+    if (json_is_string(ph)) {
+      c->phases.v = ddx_arena_alloc(&lc->cat->arena, sizeof *c->phases.v);
+      if (!c->phases.v) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+      c->phases.v[0] = ddx_arena_strdup(&lc->cat->arena, json_string_value(ph));
+      c->phases.n = 1;
+    } else if ((rc = get_strs(lc, o, "phase", true, &c->phases))) {
+      return rc;
+    }
+    c->kind = DDX_CLUE_PHASE;
+  } else if (json_object_get(o, "regex")) {
+    ddx_pattern_t *cp = &r->ctx[r->nctx];
+    json_t *pat =
+        json_pack("{s:O,s:O}", "regex", json_object_get(o, "regex"), "literals",
+                  json_object_get(o, "literals") ? json_object_get(o, "literals") : json_array());
+    if (!pat) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+    rc = load_pattern(lc, pat, cp, true, r->id);
+    json_decref(pat);
+    if (rc) return rc;
+    cp->owner = -1;
+    cp->scope_file = true;
+    cp->same_rank = false;
+    cp->clue = true;
+    c->ctx_index = (int)r->nctx++;
+    c->kind = DDX_CLUE_TOKEN;
+    if ((rc = load_conditions(lc, json_object_get(o, "conditions"), &c->conds, &c->nconds)))
+      return rc;
+  } else {
+    if ((rc = load_conditions(lc, json_object_get(o, "conditions"), &c->conds, &c->nconds)))
+      return rc;
+    c->kind = DDX_CLUE_RELATION;
+  }
+  return 0;
+}
+
+static int load_clues(load_ctx_t *lc, json_t *arr, ddx_rule_t *r) {
+  if (!arr) return 0;
+  r->clues = ddx_arena_alloc(&lc->cat->arena, (json_array_size(arr) + 1) * sizeof *r->clues);
+  if (!r->clues) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".clues[%zu]", i);
+    int rc = load_clue(lc, json_array_get(arr, i), r, &r->clues[r->nclues]);
+    r->nclues++; /* counted even on error: its regex is freed with the catalog */
+    if (rc) return rc;
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
 static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   static const char *const keys[] = {
-      "id",         "title",    "framework",      "phase",      "tags",        "severity",
-      "role",       "priority", "signatures",     "context",    "conditions",  "explains",
-      "trigger",    "anchor",   "summary",        "mechanism",  "symptoms",    "affects",
-      "checklist",  "fix",      "verify",         "prevention", "fingerprint", "related",
-      "references", "missing",  "config_patches", "samples",    "min_count",   "headline",
-      "$schema",    NULL};
+      "id",         "title",    "framework",      "phase",         "tags",        "severity",
+      "role",       "priority", "signatures",     "context",       "conditions",  "explains",
+      "trigger",    "anchor",   "summary",        "mechanism",     "symptoms",    "affects",
+      "checklist",  "fix",      "verify",         "prevention",    "fingerprint", "related",
+      "references", "missing",  "config_patches", "samples",       "min_count",   "headline",
+      "$schema",    "clues",    "prior",          "inferred_only", NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -429,11 +534,16 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   if ((rc = get_int(lc, root, "min_count", 1, 1000000, 1, false, &mc))) return rc;
   r->min_count = (uint32_t)mc;
 
+  bool inferred_only;
+  if ((rc = get_bool(lc, root, "inferred_only", false, &inferred_only))) return rc;
   json_t *sigs = json_object_get(root, "signatures");
-  if (!json_is_array(sigs) || json_array_size(sigs) == 0)
+  if (inferred_only && (!json_is_array(sigs) || json_array_size(sigs)))
+    return fail(lc, "signatures",
+                "an inferred_only class is raised by the engine itself: expected []");
+  if (!inferred_only && (!json_is_array(sigs) || json_array_size(sigs) == 0))
     return fail(lc, "signatures", "expected a non-empty array of signatures");
   r->nsigs = json_array_size(sigs);
-  r->sigs = ddx_arena_alloc(&lc->cat->arena, r->nsigs * sizeof *r->sigs);
+  r->sigs = ddx_arena_alloc(&lc->cat->arena, (r->nsigs + 1) * sizeof *r->sigs);
   for (size_t i = 0; i < r->nsigs; i++) {
     size_t old = path_push(lc, "signatures", -1);
     path_pop(lc, old);
@@ -455,6 +565,10 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     }
     total += json_array_size(sc);
   }
+  json_t *clues = json_object_get(root, "clues");
+  if (clues && !json_is_array(clues)) return fail(lc, "clues", "expected an array");
+  for (size_t i = 0; i < json_array_size(clues); i++)
+    total += json_object_get(json_array_get(clues, i), "regex") != NULL;
   r->ctx = ddx_arena_alloc(&lc->cat->arena, (total + 1) * sizeof *r->ctx);
   if (!r->ctx) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
   for (long owner = -1; owner < (long)r->nsigs; owner++) {
@@ -473,6 +587,14 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   }
   if ((rc = load_conditions(lc, json_object_get(root, "conditions"), &r->conds, &r->nconds)))
     return rc;
+  if ((rc = load_clues(lc, clues, r))) return rc;
+  r->prior = 1;
+  json_t *prior = json_object_get(root, "prior");
+  if (prior) {
+    if (!json_is_number(prior) || json_number_value(prior) <= 0 || json_number_value(prior) > 100)
+      return fail(lc, "prior", "expected a number above 0 and at most 100");
+    r->prior = json_number_value(prior);
+  }
   if ((rc = get_strs(lc, root, "explains", false, &r->explains))) return rc;
   if ((rc = get_str(lc, root, "summary", true, &r->summary))) return rc;
   if ((rc = get_str(lc, root, "headline", false, &r->headline))) return rc;
@@ -612,13 +734,21 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
     }
   }
   /* The engine's own traceback literals, for per-rank reassembly. */
-  const char *builtin[2 + DDX_LAYOUT_NLITERALS] = {"Traceback (most recent call", "File \""};
-  uint16_t kinds[2 + DDX_LAYOUT_NLITERALS] = {DDX_BUILTIN_TB_START, DDX_BUILTIN_TB_FRAME};
+#define NTB 6
+  const char *builtin[NTB + DDX_LAYOUT_NLITERALS] = {"Traceback (most recent call",
+                                                     "File \"",
+                                                     "File /",
+                                                     "File ~",
+                                                     "\xe2\x94\x82 /",
+                                                     "\xe2\x94\x82 ~"};
+  uint16_t kinds[NTB + DDX_LAYOUT_NLITERALS] = {DDX_BUILTIN_TB_START,    DDX_BUILTIN_TB_FRAME,
+                                                DDX_BUILTIN_TB_NOTEBOOK, DDX_BUILTIN_TB_NOTEBOOK,
+                                                DDX_BUILTIN_TB_RICH,     DDX_BUILTIN_TB_RICH};
   for (size_t k = 0; k < DDX_LAYOUT_NLITERALS; k++) {
-    builtin[2 + k] = ddx_layout_literals[k];
-    kinds[2 + k] = DDX_BUILTIN_LAYOUT;
+    builtin[NTB + k] = ddx_layout_literals[k];
+    kinds[NTB + k] = DDX_BUILTIN_LAYOUT;
   }
-  for (size_t b = 0; b < 2 + DDX_LAYOUT_NLITERALS && !rc; b++)
+  for (size_t b = 0; b < NTB + DDX_LAYOUT_NLITERALS && !rc; b++)
     if (add_literal(cat, &refs, &lits, builtin[b],
                     (ddx_literal_ref_t){DDX_BUILTIN_RULE, kinds[b], 0}))
       rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
@@ -634,6 +764,69 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
   return rc;
 }
 
+/* A phase table file: {"phases": [{"id", "title", "frames": [regex]}]}.
+ * Tables of several folders are appended in load order; an id may not
+ * repeat. */
+static int load_phase_table(load_ctx_t *lc, json_t *root) {
+  static const char *const keys[] = {"phases", "$schema", "description", NULL};
+  static const char *const pkeys[] = {"id", "title", "frames", NULL};
+  ddx_catalog_t *cat = lc->cat;
+  int rc;
+  strcpy(lc->path, "$");
+  if (!json_is_object(root)) return fail(lc, NULL, "a phase table holds one JSON object");
+  if ((rc = check_keys(lc, root, keys))) return rc;
+  json_t *arr = json_object_get(root, "phases");
+  if (!json_is_array(arr) || !json_array_size(arr))
+    return fail(lc, "phases", "expected a non-empty array of phases");
+  size_t n = json_array_size(arr);
+  ddx_phase_t *nv = ddx_arena_alloc(&cat->arena, (cat->nphases + n) * sizeof *nv);
+  if (!nv) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  if (cat->nphases) memcpy(nv, cat->phases, cat->nphases * sizeof *nv);
+  cat->phases = nv;
+  for (size_t i = 0; i < n; i++) {
+    json_t *o = json_array_get(arr, i);
+    snprintf(lc->path, sizeof lc->path, "$.phases[%zu]", i);
+    if (!json_is_object(o)) return fail(lc, NULL, "expected an object {id, title, frames}");
+    if ((rc = check_keys(lc, o, pkeys))) return rc;
+    ddx_phase_t *ph = &cat->phases[cat->nphases];
+    memset(ph, 0, sizeof *ph);
+    ph->file = ddx_arena_strdup(&cat->arena, lc->file);
+    if ((rc = get_str(lc, o, "id", true, &ph->id))) return rc;
+    if ((rc = get_str(lc, o, "title", true, &ph->title))) return rc;
+    if (ddx_catalog_find_phase(cat, ph->id))
+      return fail(lc, "id", "phase \"%s\" is already defined", ph->id);
+    ddx_strs_t frames;
+    if ((rc = get_strs(lc, o, "frames", true, &frames))) return rc;
+    ph->frame_codes = ddx_arena_alloc(&cat->arena, frames.n * sizeof *ph->frame_codes);
+    if (!ph->frame_codes) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+    cat->nphases++; /* its compiled frames are freed with the catalog */
+    for (size_t k = 0; k < frames.n; k++) {
+      char field[64], owner[160];
+      snprintf(field, sizeof field, "frames[%zu]", k);
+      snprintf(owner, sizeof owner, "phase %s", ph->id);
+      pcre2_code *code;
+      if ((rc = compile_regex(lc, frames.v[k], field, owner, &code))) return rc;
+      ph->frame_codes[ph->nframes++] = code;
+    }
+  }
+  return 0;
+}
+
+/* Every phase a clue names is in the table (when there is one). */
+static int check_clue_phases(const ddx_catalog_t *cat, ddx_error_t *err) {
+  if (!cat->nphases) return 0;
+  for (size_t r = 0; r < cat->nrules; r++)
+    for (size_t c = 0; c < cat->rules[r].nclues; c++) {
+      const ddx_clue_t *cl = &cat->rules[r].clues[c];
+      for (size_t k = 0; k < cl->phases.n; k++)
+        if (!ddx_catalog_find_phase(cat, cl->phases.v[k]))
+          return ddx_error_set(err, DDX_ERULE,
+                               "%s: $.clues[%zu].phase: \"%s\" is not a phase of the phase table",
+                               cat->rules[r].file, c, cl->phases.v[k]);
+    }
+  return 0;
+}
+
 /* Loads one rule file's JSON text into the next slot of cat->rules. The
  * slot counts even when loading fails, so that ddx_catalog_free releases
  * the regexes compiled before the error. */
@@ -645,6 +838,11 @@ static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text,
     return ddx_error_set(err, DDX_ERULE, "%s:%d:%d: invalid JSON: %s", file, jerr.line, jerr.column,
                          jerr.text);
   load_ctx_t lc = {.cat = cat, .file = file, .err = err};
+  if (ends_with(file, ".phases.json")) {
+    int prc = load_phase_table(&lc, root);
+    json_decref(root);
+    return prc;
+  }
   ddx_rule_t *r = &cat->rules[cat->nrules];
   r->index = (uint32_t)cat->nrules;
   r->file = ddx_arena_strdup(&cat->arena, file);
@@ -659,6 +857,7 @@ static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text,
 }
 
 static int finish_catalog(ddx_catalog_t *cat, int rc, ddx_catalog_t **out, ddx_error_t *err) {
+  if (!rc) rc = check_clue_phases(cat, err);
   if (!rc) rc = build_prefilter(cat, err);
   if (rc) {
     ddx_catalog_free(cat);
@@ -715,11 +914,16 @@ void ddx_catalog_free(ddx_catalog_t *cat) {
       pcre2_code_free(cat->rules[r].sigs[p].code);
       pcre2_match_context_free(cat->rules[r].sigs[p].mctx);
     }
+    for (size_t c = 0; c < cat->rules[r].nclues; c++)
+      pcre2_code_free(cat->rules[r].clues[c].frame_code);
     for (size_t p = 0; p < cat->rules[r].nctx; p++) {
       pcre2_code_free(cat->rules[r].ctx[p].code);
       pcre2_match_context_free(cat->rules[r].ctx[p].mctx);
     }
   }
+  for (size_t i = 0; i < cat->nphases; i++)
+    for (size_t k = 0; k < cat->phases[i].nframes; k++)
+      pcre2_code_free(cat->phases[i].frame_codes[k]);
   ddx_prefilter_free(cat->prefilter);
   ddx_prefilter_free(cat->pf_rest);
   ddx_prefilter_free(cat->pf_last);
@@ -731,6 +935,38 @@ const ddx_rule_t *ddx_catalog_find(const ddx_catalog_t *cat, const char *id) {
   for (size_t i = 0; i < cat->nrules; i++)
     if (!strcmp(cat->rules[i].id, id)) return &cat->rules[i];
   return NULL;
+}
+
+const ddx_phase_t *ddx_catalog_find_phase(const ddx_catalog_t *cat, const char *id) {
+  for (size_t i = 0; i < cat->nphases; i++)
+    if (!strcmp(cat->phases[i].id, id)) return &cat->phases[i];
+  return NULL;
+}
+
+/* Runs a frame regex on "file:function" (no match data of the scan's:
+ * frames are matched once per diagnosis, not per line). */
+static bool frame_match(void *code, const char *file, const char *func) {
+  char subject[512];
+  int n = snprintf(subject, sizeof subject, "%s:%s", file ? file : "", func ? func : "");
+  if (n < 0) return false;
+  size_t len = (size_t)n < sizeof subject ? (size_t)n : sizeof subject - 1;
+  pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+  if (!md) return false;
+  int rc = pcre2_match(code, (PCRE2_SPTR)subject, len, 0, 0, md, NULL);
+  pcre2_match_data_free(md);
+  return rc >= 0;
+}
+
+const ddx_phase_t *ddx_catalog_phase_of(const ddx_catalog_t *cat, const char *file,
+                                        const char *func) {
+  for (size_t i = 0; i < cat->nphases; i++)
+    for (size_t k = 0; k < cat->phases[i].nframes; k++)
+      if (frame_match(cat->phases[i].frame_codes[k], file, func)) return &cat->phases[i];
+  return NULL;
+}
+
+bool ddx_clue_frame_match(const ddx_clue_t *c, const char *file, const char *func) {
+  return c->kind == DDX_CLUE_FRAME && c->frame_code && frame_match(c->frame_code, file, func);
 }
 
 void *ddx_match_data_new(const ddx_catalog_t *cat) {

@@ -512,7 +512,13 @@ static int record_hit(ddx_scan_t *s, const ddx_literal_ref_t *ref, const ddx_pat
   if (ref->is_ctx) {
     const ddx_scan_input_t *in = &DDX_VEC_AT(&s->inputs, ddx_scan_input_t, s->cur);
     bool near = p->scope_file || line <= in->last_sig + (uint64_t)s->ctx_after;
-    return near ? keep_ctx(s, &hit) : ring_ctx(s, &hit);
+    if (!near) return ring_ctx(s, &hit);
+    size_t before = s->hits.len;
+    int rc = keep_ctx(s, &hit);
+    /* a clue's captures are facts of the differential's relations */
+    if (!rc && p->clue && p->ncaptures && s->hits.len > before)
+      rc = fill_facts(s, &DDX_VEC_AT(&s->hits, ddx_hit_t, s->hits.len - 1), p, text, ov);
+    return rc;
   }
   s->rule_hits[ref->rule]++;
   if (s->rule_stored[ref->rule] >= DDX_SCAN_MAX_HITS_PER_RULE)
@@ -551,6 +557,80 @@ static int settle_pending(ddx_scan_t *s) {
   return 0;
 }
 
+static int push_frame(ddx_scan_t *s, const ddx_frame_t *f) {
+  if (s->frames.len >= DDX_SCAN_MAX_FRAMES) return 0;
+  ddx_frame_t *slot = ddx_vec_push(&s->frames);
+  if (!slot) return DDX_ENOMEM;
+  *slot = *f;
+  return 0;
+}
+
+/* The function name that starts at p (up to a space, a tab, "(" or a
+ * box-drawing bar), arena-copied. */
+static const char *frame_func(ddx_scan_t *s, const char *p, const char *end) {
+  const char *e = p;
+  while (e < end && *e != ' ' && *e != '\t' && *e != '(' && (unsigned char)*e != 0xe2)
+    e++;
+  return e > p ? ddx_arena_strndup(&s->arena, p, (size_t)(e - p) > 120 ? 120 : (size_t)(e - p))
+               : NULL;
+}
+
+static uint32_t frame_lineno(const char **q, const char *end) {
+  uint32_t n = 0;
+  while (*q < end && **q >= '0' && **q <= '9' && n < 100000000)
+    n = n * 10 + (uint32_t)(*(*q)++ - '0');
+  return n;
+}
+
+/* Frames of the plain dialect, `File "path", line N, in func`: every one
+ * on the line (a traceback flattened onto one line holds several). */
+static int plain_frames(ddx_scan_t *s, ddx_frame_t *f, const char *text, size_t tlen) {
+  const char *end = text + tlen, *p = text;
+  while ((p = memmem(p, (size_t)(end - p), "File \"", 6))) {
+    const char *fs = p + 6;
+    const char *fe = memchr(fs, '"', (size_t)(end - fs));
+    p = fs;
+    if (!fe || end - fe < 8 || memcmp(fe, "\", line ", 8)) continue;
+    const char *q = fe + 8;
+    f->lineno = frame_lineno(&q, end);
+    f->file = ddx_arena_strndup(&s->arena, fs, (size_t)(fe - fs) > 300 ? 300 : (size_t)(fe - fs));
+    if (!f->file) return DDX_ENOMEM;
+    f->func = end - q > 5 && !memcmp(q, ", in ", 5) ? frame_func(s, q + 5, end) : NULL;
+    int rc = push_frame(s, f);
+    if (rc) return rc;
+    p = q;
+  }
+  return 0;
+}
+
+/* Frames of the IPython/notebook dialect (`File /path.py:123, in f(...)`)
+ * and of rich (`│ /path.py:123 in f   │`): a path, ":", the line, then
+ * ", in " or " in ". */
+static int path_colon_frame(ddx_scan_t *s, ddx_frame_t *f, const char *text, size_t tlen,
+                            const char *lead, size_t leadlen) {
+  const char *end = text + tlen;
+  const char *p = memmem(text, tlen, lead, leadlen);
+  if (!p) return 0;
+  const char *fs = p + leadlen - 1; /* the path starts with the lead's last byte */
+  const char *fe = fs;
+  while (fe < end && *fe != ' ' && !(*fe == ':' && fe + 1 < end && fe[1] >= '0' && fe[1] <= '9'))
+    fe++;
+  if (fe >= end || *fe != ':' || fe - fs < 2) return 0;
+  const char *q = fe + 1;
+  uint32_t n = frame_lineno(&q, end);
+  if (end - q > 5 && !memcmp(q, ", in ", 5))
+    q += 5;
+  else if (end - q > 4 && !memcmp(q, " in ", 4))
+    q += 4;
+  else
+    return 0;
+  f->lineno = n;
+  f->file = ddx_arena_strndup(&s->arena, fs, (size_t)(fe - fs) > 300 ? 300 : (size_t)(fe - fs));
+  if (!f->file) return DDX_ENOMEM;
+  f->func = frame_func(s, q, end);
+  return push_frame(s, f);
+}
+
 /* Records a traceback start or frame line (parsed by hand: these lines are
  * frequent, a regex would cost more than the rest of the line). */
 static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_line_meta_t *meta,
@@ -559,35 +639,21 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
   ddx_frame_t f = {
       .input = s->cur, .line = line, .rank = meta->rank, .local_rank = meta->local_rank};
   memcpy(f.host, meta->host, sizeof f.host);
-  if (kind == DDX_BUILTIN_TB_START) {
+  switch (kind) {
+  case DDX_BUILTIN_TB_START:
     if (!memmem(text, tlen, "Traceback (most recent call last)", 33)) return 0;
     f.start = true;
-  } else {
-    const char *p = memmem(text, tlen, "File \"", 6);
-    if (!p) return 0;
-    const char *end = text + tlen;
-    const char *fs = p + 6;
-    const char *fe = memchr(fs, '"', (size_t)(end - fs));
-    if (!fe || end - fe < 8 || memcmp(fe, "\", line ", 8)) return 0;
-    const char *q = fe + 8;
-    uint32_t n = 0;
-    while (q < end && *q >= '0' && *q <= '9')
-      n = n * 10 + (uint32_t)(*q++ - '0');
-    f.lineno = n;
-    f.file = ddx_arena_strndup(&s->arena, fs, (size_t)(fe - fs) > 300 ? 300 : (size_t)(fe - fs));
-    if (end - q > 5 && !memcmp(q, ", in ", 5)) {
-      const char *fn = q + 5, *fnend = fn;
-      while (fnend < end && *fnend != ' ' && *fnend != '\t')
-        fnend++;
-      f.func =
-          ddx_arena_strndup(&s->arena, fn, (size_t)(fnend - fn) > 120 ? 120 : (size_t)(fnend - fn));
-    }
-    if (!f.file) return DDX_ENOMEM;
+    return push_frame(s, &f);
+  case DDX_BUILTIN_TB_FRAME:
+    return plain_frames(s, &f, text, tlen);
+  case DDX_BUILTIN_TB_NOTEBOOK:
+    return memmem(text, tlen, "File /", 6) ? path_colon_frame(s, &f, text, tlen, "File /", 6)
+                                           : path_colon_frame(s, &f, text, tlen, "File ~", 6);
+  default: /* DDX_BUILTIN_TB_RICH: "│ /" or "│ ~" (the bar is 3 bytes) */
+    return memmem(text, tlen, "\xe2\x94\x82 /", 5)
+               ? path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 /", 5)
+               : path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 ~", 5);
   }
-  ddx_frame_t *slot = ddx_vec_push(&s->frames);
-  if (!slot) return DDX_ENOMEM;
-  *slot = f;
-  return 0;
 }
 
 /* Normalises one candidate line and runs the patterns its literals point at. */

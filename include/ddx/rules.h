@@ -28,8 +28,9 @@ typedef struct ddx_condition {
   const char *op;
   bool has_value;
   double number;        /* when ref_fact is NULL */
-  const char *ref_fact; /* value "k*fact" */
+  const char *ref_fact; /* value "k*fact" or "fact*fact" */
   double ref_factor;
+  const char *ref_fact2; /* value "fact*fact": the first factor is a fact */
 } ddx_condition_t;
 
 /* A compiled regex with its literals and named-capture table. */
@@ -51,7 +52,43 @@ typedef struct ddx_pattern {
   int owner; /* -1: the rule's context; else the index of its signature */
   int before, after;
   bool scope_file, same_rank, absent;
+  bool clue; /* a token clue (ddx_clue_t): kept like a file-scope context,
+                never a condition of the rule's events */
 } ddx_pattern_t;
+
+/* A weighted clue of the differential (a rule's "clues"): evidence that
+ * makes the class more (weight > 0) or less (weight < 0) likely without
+ * deciding it. Kinds: a frame of the failing traceback ("frame": a regex
+ * on "file:function"), the lifecycle phase the frames give ("phase": ids
+ * of the phase table), a token anywhere in the input ("regex" and
+ * "literals": stored as the rule's file-scope context ctx[ctx_index]),
+ * a relation between facts ("conditions" over the facts of the rule's
+ * incident and of its token clues). */
+typedef enum {
+  DDX_CLUE_FRAME = 0,
+  DDX_CLUE_PHASE = 1,
+  DDX_CLUE_TOKEN = 2,
+  DDX_CLUE_RELATION = 3
+} ddx_clue_kind_t;
+
+typedef struct ddx_clue {
+  const char *id, *why;
+  ddx_clue_kind_t kind;
+  double weight;
+  void *frame_code; /* DDX_CLUE_FRAME: pcre2_code_8*, owned by the catalog */
+  ddx_strs_t phases;
+  int ctx_index; /* DDX_CLUE_TOKEN */
+  ddx_condition_t *conds;
+  size_t nconds;
+} ddx_clue_t;
+
+/* One lifecycle phase of the phase table (rules/ *.phases.json): the
+ * frames (regexes on "file:function") that place a traceback in it. */
+typedef struct ddx_phase {
+  const char *id, *title, *file;
+  void **frame_codes; /* pcre2_code_8*, owned by the catalog */
+  size_t nframes;
+} ddx_phase_t;
 
 typedef struct ddx_symptom {
   const char *text, *why;
@@ -88,14 +125,24 @@ typedef struct ddx_rule {
   const char *config_patches_json; /* the config_patches array as JSON text, or NULL */
   ddx_sample_t *positive, *negative;
   size_t npositive, nnegative;
+  ddx_clue_t *clues; /* the differential's weighted evidence */
+  size_t nclues;
+  double prior; /* relative base rate among real failures (default 1) */
 } ddx_rule_t;
 
 /* Literal refs with this rule index are the engine's own traceback
  * patterns (pattern 0: "Traceback (most recent call last)", 1: a frame
  * line "File \"...\", line N, in f", 2: a launcher layout line, see
- * ddx/layout.h), not a catalog rule. */
+ * ddx/layout.h, 3 and 4: frames of notebook and rich tracebacks), not a
+ * catalog rule. */
 #define DDX_BUILTIN_RULE UINT32_MAX
-enum { DDX_BUILTIN_TB_START = 0, DDX_BUILTIN_TB_FRAME = 1, DDX_BUILTIN_LAYOUT = 2 };
+enum {
+  DDX_BUILTIN_TB_START = 0,
+  DDX_BUILTIN_TB_FRAME = 1,
+  DDX_BUILTIN_LAYOUT = 2,
+  DDX_BUILTIN_TB_NOTEBOOK = 3, /* IPython: File /path.py:12, in f() */
+  DDX_BUILTIN_TB_RICH = 4      /* rich: │ /path.py:12 in f │ */
+};
 
 /* Where a prefilter literal leads: rule index, pattern index, is context. */
 typedef struct ddx_literal_ref {
@@ -120,11 +167,14 @@ typedef struct ddx_catalog {
   uint32_t npatterns;  /* signatures + contexts over all rules */
   bool jit;            /* JIT compiled */
   ddx_strs_t warnings; /* non-fatal loader warnings */
+  ddx_phase_t *phases; /* the lifecycle phase table, in file order: the
+                          first phase whose frame matches wins */
+  size_t nphases;
 } ddx_catalog_t;
 
 /* Loads every *.json (recursively, skipping *.schema.json) in the given
- * files/folders. On error returns a negative code with err->msg naming the
- * file and JSON path; *out is then NULL. */
+ * files/folders; files named *.phases.json hold phase tables. On error returns a negative code with
+ * err->msg naming the file and JSON path; *out is then NULL. */
 int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
                      ddx_error_t *err);
 /* The same from rule texts in memory (names are used in error messages). */
@@ -147,6 +197,13 @@ void *ddx_match_data_new(const ddx_catalog_t *cat);
 void ddx_match_data_free(void *md);
 int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void *md,
                       size_t *ovector_out, uint32_t maxpairs);
+
+/* The phase of the table a frame (file, function) belongs to, or NULL. */
+const ddx_phase_t *ddx_catalog_phase_of(const ddx_catalog_t *cat, const char *file,
+                                        const char *func);
+/* True when a frame (file, function) matches a frame clue. */
+bool ddx_clue_frame_match(const ddx_clue_t *c, const char *file, const char *func);
+const ddx_phase_t *ddx_catalog_find_phase(const ddx_catalog_t *cat, const char *id);
 
 const char *ddx_severity_name(int s);
 const char *ddx_role_name(int r);

@@ -35,7 +35,7 @@ def check(cond, msg):
         print("FAIL:", msg)
 
 files = sorted(f for f in glob.glob(os.path.join(rules_dir, "**", "*.json"), recursive=True)
-               if not f.endswith(".schema.json"))
+               if not f.endswith((".schema.json", ".phases.json")))
 rules = {}
 for f in files:
     rel = os.path.relpath(f, root)
