@@ -1,6 +1,7 @@
 /* diagnose.c - from hits to ranked incidents (see ddx/diagnose.h). */
 #include "ddx/diagnose.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +174,7 @@ static bool context_holds(const ddx_scan_t *s, ctx_index_t **ix, const ddx_rule_
   const ddx_hit_t *hits = s->hits.data;
   for (size_t c = 0; c < rule->nctx; c++) {
     const ddx_pattern_t *cp = &rule->ctx[c];
-    if (cp->owner >= 0 && cp->owner != (int)h->pattern) continue;
+    if (cp->clue || (cp->owner >= 0 && cp->owner != (int)h->pattern)) continue;
     const ctx_index_t *ci = ix && ix[rule->index] ? &ix[rule->index][c] : NULL;
     bool found = false;
     uint64_t lo = h->line > (uint64_t)cp->before ? h->line - (uint64_t)cp->before : 0;
@@ -200,23 +201,36 @@ static bool context_holds(const ddx_scan_t *s, ctx_index_t **ix, const ddx_rule_
   return true;
 }
 
-static bool fact_number(const ddx_hit_t *h, const char *name, double *out) {
-  const char *v = ddx_hit_fact(h, name);
+static const char *facts_get(const ddx_fact_t *f, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(f[i].name, name)) return f[i].value;
+  return NULL;
+}
+
+static bool fact_number(const ddx_fact_t *f, size_t n, const char *name, double *out) {
+  const char *v = facts_get(f, n, name);
   return v && ddx_parse_quantity(v, out);
 }
 
-static bool conditions_hold(const ddx_condition_t *conds, size_t nconds, const ddx_hit_t *h) {
+/* Conditions over a set of facts (a hit's, or the differential's merged
+ * facts of an incident and its clues). */
+static bool facts_hold(const ddx_condition_t *conds, size_t nconds, const ddx_fact_t *f,
+                       size_t nf) {
   for (size_t i = 0; i < nconds; i++) {
     const ddx_condition_t *c = &conds[i];
-    double a, b;
+    double a, b, b2;
     if (!strcmp(c->op, "exists")) {
-      if (!ddx_hit_fact(h, c->fact)) return false;
+      if (!facts_get(f, nf, c->fact)) return false;
       continue;
     }
-    if (!fact_number(h, c->fact, &a)) return false;
+    if (!fact_number(f, nf, c->fact, &a)) return false;
     if (c->ref_fact) {
-      if (!fact_number(h, c->ref_fact, &b)) return false;
+      if (!fact_number(f, nf, c->ref_fact, &b)) return false;
       b *= c->ref_factor;
+      if (c->ref_fact2) {
+        if (!fact_number(f, nf, c->ref_fact2, &b2)) return false;
+        b *= b2;
+      }
     } else {
       b = c->number;
     }
@@ -229,6 +243,10 @@ static bool conditions_hold(const ddx_condition_t *conds, size_t nconds, const d
     if (!ok) return false;
   }
   return true;
+}
+
+static bool conditions_hold(const ddx_condition_t *conds, size_t nconds, const ddx_hit_t *h) {
+  return facts_hold(conds, nconds, h->facts, h->nfacts);
 }
 
 /* Earlier in time when both lines carry a time, else earlier in the input. */
@@ -431,7 +449,8 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
 #define DDX_HOST_PRIORITY 90
 #define DDX_CATCHALL_PRIORITY 10
 static int cause_tier(const ddx_incident_t *x) {
-  return x->rule->priority >= DDX_HOST_PRIORITY       ? 0
+  return x->inferred                                  ? 3
+         : x->rule->priority >= DDX_HOST_PRIORITY     ? 0
          : x->rule->priority >= DDX_CATCHALL_PRIORITY ? 1
                                                       : 2;
 }
@@ -450,6 +469,7 @@ static int incident_cmp(const void *pa, const void *pb) {
     if (hit_before(a->hit, b->hit)) return -1;
     if (hit_before(b->hit, a->hit)) return 1;
   }
+  if (a->inferred != b->inferred) return a->inferred ? 1 : -1;
   if (a->rule->priority != b->rule->priority) return b->rule->priority - a->rule->priority;
   if (hit_before(a->hit, b->hit)) return -1;
   if (hit_before(b->hit, a->hit)) return 1;
@@ -471,6 +491,7 @@ static const char *collateral_reason(const ddx_incident_t *p, const ddx_incident
   if (strs_has(&p->rule->explains, x->rule->id)) return "explained by the primary failure";
   if (x->fallback)
     return "weak evidence (an exit status or a stack frame) explained by the primary failure";
+  if (x->inferred) return "a traceback cut before its error line, explained by the primary failure";
   if (x->rule->priority < DDX_CATCHALL_PRIORITY && p->rule->priority >= DDX_CATCHALL_PRIORITY)
     return "generic error raised after the primary failure";
   return NULL;
@@ -645,29 +666,58 @@ static const ddx_frame_t *sorted_frames(ddx_diagnosis_t *d, const ddx_scan_t *s)
   return copy;
 }
 
-int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
-  memset(d, 0, sizeof *d);
-  ddx_arena_init(&d->arena);
-  d->scan = s;
-  const ddx_catalog_t *cat = s->cat;
-  const ddx_hit_t *hits = s->hits.data;
-  agg_t *aggs = calloc(cat->nrules + 1, sizeof *aggs);
-  ctx_index_t **ix = build_ctx_index(s);
-  if (!aggs || !ix) {
-    free(aggs);
-    free_ctx_index(ix, cat);
-    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  }
+/* One traceback as the frames show it: the frames of one rank (lane) in
+ * order, from its "Traceback" line (when there is one) to its last frame. */
+typedef struct tb_group {
+  uint32_t input;
+  int32_t rank, local_rank;
+  const char *host;
+  uint64_t first_line, last_line;
+  ddx_vec_t frames; /* const ddx_frame_t *, outermost first */
+  bool explained;   /* a signature line ends it (or sits in it) */
+} tb_group_t;
 
-  ddx_vec_t pids; /* pid_rank_t: which process was which rank */
-  ddx_vec_init(&pids, sizeof(pid_rank_t));
-  event_t recent[RECENT];
-  size_t nrecent = 0;
+/* The state of one ddx_diagnose run, torn down by build_free alone. */
+typedef struct build {
+  ddx_diagnosis_t *d;
+  const ddx_scan_t *s;
+  const ddx_catalog_t *cat;
+  agg_t *aggs;
+  ctx_index_t **ix;
+  ddx_vec_t pids;  /* pid_rank_t: which process was which rank */
   ddx_vec_t pairs; /* rank_pair_t: local and global rank named together */
-  ddx_vec_init(&pairs, sizeof(rank_pair_t));
+  event_t recent[RECENT];
+  size_t nrecent;
+  ddx_incident_t *incs;
+  size_t m, cap, out;
+  ddx_incident_t *snap; /* the incidents before collateral is folded in */
+  size_t nsnap;
+  const ddx_frame_t *frames;
+  size_t nframes;
+  ddx_vec_t groups; /* tb_group_t */
+} build_t;
 
-  /* 1. One rule per line: the highest priority whose context and
-   * conditions hold. Hits of one line are adjacent in the hit array. */
+static void build_free(build_t *b) {
+  if (b->aggs)
+    for (size_t r = 0; r < b->cat->nrules; r++) {
+      ddx_rankset_free(&b->aggs[r].ranks);
+      ddx_rankset_free(&b->aggs[r].min_seq_ranks);
+    }
+  free(b->aggs);
+  free_ctx_index(b->ix, b->cat);
+  ddx_vec_free(&b->pids);
+  ddx_vec_free(&b->pairs);
+  for (size_t i = 0; i < b->groups.len; i++)
+    ddx_vec_free(&DDX_VEC_AT(&b->groups, tb_group_t, i).frames);
+  ddx_vec_free(&b->groups);
+}
+
+/* 1. One rule per line: the highest priority whose context and
+ * conditions hold. Hits of one line are adjacent in the hit array. */
+static void resolve_lines(build_t *b) {
+  const ddx_scan_t *s = b->s;
+  const ddx_catalog_t *cat = b->cat;
+  const ddx_hit_t *hits = s->hits.data;
   for (size_t i = 0; i < s->hits.len;) {
     size_t j = i;
     while (j < s->hits.len && hits[j].input == hits[i].input && hits[j].line == hits[i].line)
@@ -682,7 +732,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                  (r->priority == br->priority &&
                   r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
         continue;
-      if (!context_holds(s, ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
+      if (!context_holds(s, b->ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
           !conditions_hold(r->sigs[h->pattern].conds, r->sigs[h->pattern].nconds, h))
         continue;
       best = h;
@@ -692,47 +742,46 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       event_t e = {.hit = best, .sig = &r->sigs[best->pattern]};
       e.severity = sig_severity(r, e.sig);
       place_event(&e, s->layout);
-      add_event(&aggs[r->index], r, &e);
-      note_pid(&pids, &e);
-      note_pair(&pairs, &e);
-      note_record(&pids, recent, nrecent, &e);
-      if (nrecent == RECENT) memmove(recent, recent + 1, (RECENT - 1) * sizeof *recent), nrecent--;
-      recent[nrecent++] = e;
+      add_event(&b->aggs[r->index], r, &e);
+      note_pid(&b->pids, &e);
+      note_pair(&b->pairs, &e);
+      note_record(&b->pids, b->recent, b->nrecent, &e);
+      if (b->nrecent == RECENT)
+        memmove(b->recent, b->recent + 1, (RECENT - 1) * sizeof *b->recent), b->nrecent--;
+      b->recent[b->nrecent++] = e;
     }
     i = j;
   }
-  free_ctx_index(ix, cat);
   /* Hits past the per-rule storage cap still count. */
   for (size_t r = 0; r < cat->nrules; r++)
-    if (aggs[r].have && s->rule_hits[r] > s->rule_stored[r])
-      aggs[r].count += s->rule_hits[r] - s->rule_stored[r];
+    if (b->aggs[r].have && s->rule_hits[r] > s->rule_stored[r])
+      b->aggs[r].count += s->rule_hits[r] - s->rule_stored[r];
+}
 
-  /* 2. Incidents, one per rule; no-error rules only when nothing failed. */
+/* 2. Incidents, one per rule; no-error rules only when nothing failed.
+ * Room is left for one inferred incident per traceback group. */
+static int make_incidents(build_t *b) {
+  const ddx_catalog_t *cat = b->cat;
+  ddx_diagnosis_t *d = b->d;
   bool any_error = false;
   size_t n = 0;
   for (size_t r = 0; r < cat->nrules; r++)
-    if (aggs[r].have) {
+    if (b->aggs[r].have) {
       n++;
-      if (cat->rules[r].trigger == DDX_TRIGGER_MATCH && aggs[r].severity == DDX_SEV_ERROR)
+      if (cat->rules[r].trigger == DDX_TRIGGER_MATCH && b->aggs[r].severity == DDX_SEV_ERROR)
         any_error = true;
     }
-  ddx_incident_t *incs = ddx_arena_alloc(&d->arena, (n + 1) * sizeof *incs);
-  if (!incs) {
-    free(aggs);
-    ddx_vec_free(&pids);
-    ddx_vec_free(&pairs);
-    return ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  }
-  size_t m = 0;
+  b->cap = n + b->groups.len + 1;
+  b->incs = ddx_arena_alloc(&d->arena, b->cap * sizeof *b->incs);
+  if (!b->incs) return DDX_ENOMEM;
+  memset(b->incs, 0, b->cap * sizeof *b->incs);
   for (size_t r = 0; r < cat->nrules; r++) {
-    agg_t *g = &aggs[r];
+    agg_t *g = &b->aggs[r];
     if (!g->have) continue;
     const ddx_rule_t *rule = &cat->rules[r];
-    if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count) {
-      ddx_rankset_free(&g->ranks);
+    if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count)
       continue;
-    }
-    ddx_incident_t *inc = &incs[m++];
+    ddx_incident_t *inc = &b->incs[b->m++];
     inc->rule = rule;
     inc->severity = g->severity;
     inc->role = (int)rule->role;
@@ -741,6 +790,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     inc->rank = g->anchor.rank;
     inc->local_rank = g->anchor.local_rank;
     inc->ranks = g->ranks; /* moved */
+    memset(&g->ranks, 0, sizeof g->ranks);
     inc->count = g->count;
     inc->confidence = g->confidence;
     /* The anchor's own facts first, then what other events added. */
@@ -762,16 +812,350 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
       inc->rank_note = ddx_arena_strdup(&d->arena, note);
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
     }
-    ddx_rankset_free(&g->min_seq_ranks);
-    place_incident(d, inc, &pids, &pairs, s->layout);
-    if (rule->anchor_last) note_quiet_ranks(d, s, inc);
+    place_incident(d, inc, &b->pids, &b->pairs, b->s->layout);
+    if (rule->anchor_last) note_quiet_ranks(d, b->s, inc);
   }
-  free(aggs);
-  ddx_vec_free(&pids);
-  ddx_vec_free(&pairs);
+  return 0;
+}
+
+/* Tracebacks, one group per lane (input, rank, local rank, host): a frame
+ * joins its lane's open group when it is within TB_MAX_GAP lines of the
+ * group's last frame; a "Traceback" line opens a new group. */
+static int group_tracebacks(build_t *b) {
+  for (size_t i = 0; i < b->nframes; i++) {
+    const ddx_frame_t *f = &b->frames[i];
+    tb_group_t *open = NULL;
+    for (size_t k = b->groups.len; k-- > 0 && !open;) {
+      tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
+      if (g->input != f->input || f->line - g->last_line > TB_MAX_GAP) break;
+      if (g->rank == f->rank && g->local_rank == f->local_rank && !strcmp(g->host, f->host))
+        open = g;
+    }
+    if (!open || f->start) {
+      if (b->groups.len >= 4096) break;
+      open = ddx_vec_push(&b->groups);
+      if (!open) return DDX_ENOMEM;
+      *open = (tb_group_t){.input = f->input,
+                           .rank = f->rank,
+                           .local_rank = f->local_rank,
+                           .host = f->host,
+                           .first_line = f->line};
+      ddx_vec_init(&open->frames, sizeof(const ddx_frame_t *));
+    }
+    open->last_line = f->line;
+    if (f->start) continue;
+    const ddx_frame_t **slot = ddx_vec_push(&open->frames);
+    if (!slot) return DDX_ENOMEM;
+    *slot = f;
+  }
+  return 0;
+}
+
+/* A traceback is explained when a signature line of its rank sits inside
+ * it or within TB_TAIL lines below its last frame (its error line). */
+#define TB_TAIL 12
+static void mark_explained(build_t *b) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t k = 0; k < b->groups.len; k++) {
+    tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
+    ddx_frame_t lane = {.rank = g->rank, .local_rank = g->local_rank};
+    snprintf(lane.host, sizeof lane.host, "%s", g->host);
+    /* hits are in (input, line) order for files fed one after the other;
+     * a linear pass is bounded by the stored hits */
+    for (size_t i = 0; i < b->s->hits.len && !g->explained; i++) {
+      const ddx_hit_t *h = &hits[i];
+      if (h->is_ctx || h->input != g->input || h->line < g->first_line ||
+          h->line > g->last_line + TB_TAIL)
+        continue;
+      const ddx_rule_t *r = &b->cat->rules[h->rule];
+      /* a progress line (a tqdm bar glued to "Traceback") ends nothing */
+      if (r->trigger != DDX_TRIGGER_MATCH ||
+          sig_severity(r, &r->sigs[h->pattern]) < DDX_SEV_WARNING)
+        continue;
+      g->explained = frame_rank_ok(&lane, h);
+    }
+  }
+}
+
+/* The phase of a traceback: its innermost frame that the table places. */
+static const ddx_phase_t *frames_phase(const ddx_catalog_t *cat, const ddx_frame_t *const *fr,
+                                       size_t n) {
+  for (size_t k = n; k-- > 0;) {
+    const ddx_phase_t *p = ddx_catalog_phase_of(cat, fr[k]->file, fr[k]->func);
+    if (p) return p;
+  }
+  return NULL;
+}
+
+/* What the differential looks at: the failure's frames, phase, input and
+ * the incident it belongs to (NULL for a cut traceback). */
+typedef struct failure_point {
+  const ddx_frame_t *const *frames;
+  size_t nframes;
+  const ddx_phase_t *phase;
+  uint32_t input;
+  int32_t rank;
+} failure_point_t;
+
+/* Evidence in words, collected into the diagnosis arena. */
+typedef struct words {
+  const char *v[12];
+  size_t n;
+} words_t;
+
+static void words_add(ddx_diagnosis_t *d, words_t *w, const char *fmt, const char *a,
+                      const char *b2) {
+  if (w->n >= sizeof w->v / sizeof *w->v) return;
+  char buf[400];
+  snprintf(buf, sizeof buf, fmt, a ? a : "", b2 ? b2 : "");
+  const char *t = ddx_arena_strdup(&d->arena, buf);
+  if (t) w->v[w->n++] = t;
+}
+
+static const char *base_name(const char *path) {
+  const char *p = path ? strrchr(path, '/') : NULL;
+  return p ? p + 1 : path ? path : "";
+}
+
+/* The first kept hit of a rule's clue context in an input, or NULL. */
+static const ddx_hit_t *clue_hit(const build_t *b, const ddx_rule_t *r, int ctx, uint32_t input) {
+  if (!b->ix || !b->ix[r->index]) return NULL;
+  const ctx_index_t *ci = &b->ix[r->index][ctx];
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t k = 0; k < ci->n; k++)
+    if (hits[ci->idx[k]].input == input) return &hits[ci->idx[k]];
+  return NULL;
+}
+
+/* The incident of a rule built so far, or NULL. */
+static const ddx_incident_t *rule_incident(const build_t *b, const ddx_rule_t *r) {
+  const ddx_incident_t *v = b->snap ? b->snap : b->incs;
+  size_t n = b->snap ? b->nsnap : b->m;
+  for (size_t i = 0; i < n; i++)
+    if (v[i].rule == r && !v[i].inferred) return &v[i];
+  return NULL;
+}
+
+/* Weight of a decisive line: a real signature decides, an exit status or
+ * a bare frame (fallback) only leans. */
+#define DECISIVE_WEIGHT 4.0
+#define FALLBACK_WEIGHT 1.5
+/* The score of "none of these classes": what a candidate must beat. */
+#define NONE_SCORE 1.0
+
+/* Scores one cause rule against a failure point: decisive lines, clues,
+ * prior. Returns false when nothing of the evidence touches it. */
+static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *fp, double *score,
+                       words_t *pro, words_t *con, bool *decisive) {
+  ddx_diagnosis_t *d = b->d;
+  double sc = log(r->prior);
+  bool touched = false;
+  *decisive = false;
+  const ddx_incident_t *inc = rule_incident(b, r);
+  if (inc && inc->severity >= DDX_SEV_WARNING) {
+    char line[32];
+    snprintf(line, sizeof line, "%llu", (unsigned long long)inc->hit->line);
+    if (inc->fallback) {
+      sc += FALLBACK_WEIGHT * inc->confidence;
+      words_add(d, pro, "weak line of its own (line %s: %s)", line, "an exit status or frame");
+    } else {
+      sc += DECISIVE_WEIGHT * inc->confidence;
+      *decisive = true;
+      words_add(d, pro, "its own line at line %s (%s)", line, r->title);
+    }
+    touched = true;
+  }
+  /* facts for relations: the incident's, then its token clues' */
+  ddx_fact_t facts[DDX_MAX_FACTS];
+  size_t nf = 0;
+  if (inc) merge_facts(facts, &nf, inc->facts, inc->nfacts);
+  for (size_t c = 0; c < r->nclues; c++)
+    if (r->clues[c].kind == DDX_CLUE_TOKEN) {
+      const ddx_hit_t *h = clue_hit(b, r, r->clues[c].ctx_index, fp->input);
+      if (h) merge_facts(facts, &nf, h->facts, h->nfacts);
+    }
+  for (size_t c = 0; c < r->nclues; c++) {
+    const ddx_clue_t *cl = &r->clues[c];
+    bool hit = false;
+    const char *what = NULL;
+    switch (cl->kind) {
+    case DDX_CLUE_FRAME:
+      for (size_t k = fp->nframes; k-- > 0 && !hit;)
+        if (ddx_clue_frame_match(cl, fp->frames[k]->file, fp->frames[k]->func)) {
+          hit = true;
+          what = fp->frames[k]->func ? fp->frames[k]->func : base_name(fp->frames[k]->file);
+        }
+      break;
+    case DDX_CLUE_PHASE:
+      for (size_t k = 0; fp->phase && k < cl->phases.n && !hit; k++)
+        hit = !strcmp(cl->phases.v[k], fp->phase->id);
+      if (hit) what = fp->phase->title;
+      break;
+    case DDX_CLUE_TOKEN: {
+      const ddx_hit_t *h = clue_hit(b, r, cl->ctx_index, fp->input);
+      hit = h && facts_hold(cl->conds, cl->nconds, h->facts, h->nfacts);
+      break;
+    }
+    case DDX_CLUE_RELATION:
+      hit = nf && facts_hold(cl->conds, cl->nconds, facts, nf);
+      break;
+    }
+    if (!hit) continue;
+    sc += cl->weight;
+    if (cl->weight > 0) touched = true;
+    words_add(d, cl->weight > 0 ? pro : con, what ? "%s (%s)" : "%s", cl->why, what);
+  }
+  if (touched && !*decisive) words_add(d, con, "no decisive line of its own in the text", 0, 0);
+  *score = sc;
+  return touched;
+}
+
+static int cmp_candidate(const void *pa, const void *pb) {
+  const ddx_candidate_t *a = pa, *b = pb;
+  if (a->score != b->score) return a->score > b->score ? -1 : 1;
+  return (int)a->rule->index - (int)b->rule->index;
+}
+
+static const char **words_copy(ddx_diagnosis_t *d, const words_t *w) {
+  const char **v = ddx_arena_alloc(&d->arena, (w->n + 1) * sizeof *v);
+  if (v && w->n) memcpy(v, w->v, w->n * sizeof *v);
+  return v;
+}
+
+/* The differential of one failure point: every cause rule the evidence
+ * touches, scored and turned into shares (softmax beside "none of these").
+ * Returns the number of candidates written to out (at most max). */
+static size_t differential(build_t *b, const failure_point_t *fp, const ddx_rule_t *keep,
+                           bool causes_only, ddx_candidate_t *out, size_t max) {
+  ddx_candidate_t all[64];
+  double raw[64];
+  size_t n = 0;
+  for (size_t r = 0; r < b->cat->nrules && n < 64; r++) {
+    const ddx_rule_t *rule = &b->cat->rules[r];
+    if (rule->trigger != DDX_TRIGGER_MATCH ||
+        (causes_only && rule->role != DDX_ROLE_CAUSE && rule != keep))
+      continue;
+    words_t pro = {0}, con = {0};
+    double sc;
+    bool decisive;
+    if (!score_rule(b, rule, fp, &sc, &pro, &con, &decisive)) continue;
+    all[n] = (ddx_candidate_t){.rule = rule, .score = sc, .decisive = decisive};
+    all[n].pro = words_copy(b->d, &pro);
+    all[n].npro = pro.n;
+    all[n].con = words_copy(b->d, &con);
+    all[n].ncon = con.n;
+    n++;
+  }
+  if (!n) return 0;
+  double top = NONE_SCORE;
+  for (size_t i = 0; i < n; i++)
+    if (all[i].score > top) top = all[i].score;
+  double sum = exp(NONE_SCORE - top);
+  for (size_t i = 0; i < n; i++)
+    sum += raw[i] = exp(all[i].score - top);
+  for (size_t i = 0; i < n; i++)
+    all[i].score = raw[i] / sum;
+  qsort(all, n, sizeof *all, cmp_candidate);
+  /* the answer leads: its class first, the others by score */
+  for (size_t i = 1; keep && i < n; i++)
+    if (all[i].rule == keep) {
+      ddx_candidate_t k = all[i];
+      memmove(all + 1, all, i * sizeof *all);
+      all[0] = k;
+      break;
+    }
+  if (n > max) n = max;
+  memcpy(out, all, n * sizeof *out);
+  return n;
+}
+
+/* A failure point for a traceback group. */
+static failure_point_t group_point(const ddx_catalog_t *cat, const tb_group_t *g) {
+  failure_point_t fp = {
+      .frames = g->frames.data, .nframes = g->frames.len, .input = g->input, .rank = g->rank};
+  fp.phase = frames_phase(cat, fp.frames, fp.nframes);
+  return fp;
+}
+
+/* The generic class of a traceback that is cut and that no clue places. */
+#define CUT_RULE "py.traceback-cut"
+/* A cut traceback names a specific class when its clues give that class
+ * at least this share. */
+#define INFER_MIN_SHARE 0.35
+
+/* 2b. A traceback that no line explains (cut before its error line)
+ * still shows where it died: it becomes an inferred incident of the
+ * differential's leading class (or of the generic cut-traceback class),
+ * unless a decisive specific cause already answers. Groups that lead to
+ * the same class form one incident. */
+static int infer_cut_tracebacks(build_t *b) {
+  for (size_t i = 0; i < b->m; i++) {
+    const ddx_incident_t *x = &b->incs[i];
+    if (x->severity == DDX_SEV_ERROR && x->role == DDX_ROLE_CAUSE && !x->fallback &&
+        x->rule->priority >= DDX_CATCHALL_PRIORITY)
+      return 0;
+  }
+  const ddx_rule_t *generic = ddx_catalog_find(b->cat, CUT_RULE);
+  size_t first_new = b->m;
+  for (size_t k = 0; k < b->groups.len; k++) {
+    tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
+    if (g->explained || g->frames.len < 2) continue;
+    failure_point_t fp = group_point(b->cat, g);
+    ddx_candidate_t top[1];
+    /* every role: a cut traceback may be the launcher's own (a wrapper) */
+    size_t nc = differential(b, &fp, NULL, false, top, 1);
+    const ddx_rule_t *rule = nc && top[0].score >= INFER_MIN_SHARE ? top[0].rule : generic;
+    if (!rule || rule_incident(b, rule)) continue; /* its own line already answers */
+    ddx_incident_t *inc = NULL;
+    for (size_t i = first_new; i < b->m && !inc; i++)
+      if (b->incs[i].rule == rule) inc = &b->incs[i];
+    const ddx_frame_t *last = DDX_VEC_AT(&g->frames, const ddx_frame_t *, g->frames.len - 1);
+    if (inc) {
+      inc->count++;
+      if (g->rank >= 0) ddx_rankset_add(&inc->ranks, g->rank);
+      continue;
+    }
+    if (b->m >= b->cap) break;
+    ddx_hit_t *h = ddx_arena_alloc(&b->d->arena, sizeof *h);
+    if (!h) return DDX_ENOMEM;
+    memset(h, 0, sizeof *h);
+    h->rule = rule->index;
+    h->input = g->input;
+    h->line = last->line;
+    h->column = 1;
+    h->meta.rank = g->rank;
+    h->meta.local_rank = g->local_rank;
+    h->meta.ts_ms = -1;
+    h->meta.pid = -1;
+    snprintf(h->meta.host, sizeof h->meta.host, "%s", g->host);
+    char text[400];
+    snprintf(text, sizeof text, "traceback cut after File \"%s\", line %u, in %s",
+             last->file ? last->file : "?", last->lineno, last->func ? last->func : "?");
+    h->text = ddx_arena_strdup(&b->d->arena, text);
+    inc = &b->incs[b->m++];
+    memset(inc, 0, sizeof *inc);
+    inc->rule = rule;
+    inc->severity = DDX_SEV_ERROR;
+    inc->role = DDX_ROLE_CAUSE;
+    inc->inferred = true;
+    inc->hit = h;
+    inc->rank = g->rank;
+    inc->local_rank = g->local_rank;
+    if (g->rank >= 0) ddx_rankset_add(&inc->ranks, g->rank);
+    inc->count = 1;
+    inc->confidence = nc && rule == top[0].rule ? top[0].score : 0.5;
+    inc->facts = ddx_arena_alloc(&b->d->arena, DDX_MAX_FACTS * sizeof *inc->facts);
+  }
+  return 0;
+}
+
+/* 3. Order: error first, causes before wrappers and collateral, ... (see
+ * incident_cmp); a cause that another error cause explains (its
+ * `explains` lists it) cannot be the primary: move the explainer up. */
+static void rank_incidents(build_t *b) {
+  ddx_incident_t *incs = b->incs;
+  size_t m = b->m;
   qsort(incs, m, sizeof *incs, incident_cmp);
-  /* A cause that another error cause explains (its `explains` lists it)
-   * cannot be the primary, whatever the order: move the explainer up. */
   for (size_t guard = 0; m > 1 && guard < m; guard++) {
     size_t k = 1;
     while (k < m && !(incs[k].severity == DDX_SEV_ERROR && incs[k].role == DDX_ROLE_CAUSE &&
@@ -782,64 +1166,95 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
     memmove(incs + 1, incs, k * sizeof *incs);
     incs[0] = tmp;
   }
-
-  /* 2b. When only waiting ranks speak (collateral primary), the rank that
+  /* When only waiting ranks speak (collateral primary), the rank that
    * did not report is the suspect: an inference, said as such. */
   if (m && incs[0].role == DDX_ROLE_COLLATERAL && !incs[0].rank_note && incs[0].ranks.n >= 2)
-    infer_silent_rank(d, s, &incs[0]);
+    infer_silent_rank(b->d, b->s, &incs[0]);
+  /* a shallow copy for the differential (ranks are not read from it) */
+  b->snap = ddx_arena_alloc(&b->d->arena, (m + 1) * sizeof *b->snap);
+  if (b->snap && m) memcpy(b->snap, incs, m * sizeof *incs);
+  b->nsnap = b->snap ? m : 0;
+}
 
-  /* 3. Collateral of the primary; independent causes stay incidents. */
-  size_t out = 0;
-  ddx_incident_t *primary = m ? &incs[0] : NULL;
-  if (primary) {
-    size_t ncoll = 0;
-    ddx_collateral_t *coll = ddx_arena_alloc(&d->arena, (m + 1) * sizeof *coll);
-    out = 1;
-    for (size_t i = 1; i < m; i++) {
-      ddx_incident_t *x = &incs[i];
-      const char *why = collateral_reason(primary, x);
-      if (why) {
-        ddx_collateral_t *c = &coll[ncoll++];
-        c->rule = x->rule;
-        c->ranks = x->ranks; /* moved */
-        c->count = x->count;
-        c->first = x->hit;
-        c->why = why;
-        c->rank = x->rank;
-        ddx_rankset_free(&x->quiet_first);
-        continue;
-      }
-      incs[out++] = *x;
+/* 4. Collateral of the primary; independent causes stay incidents. */
+static int attach_collateral(build_t *b) {
+  ddx_incident_t *incs = b->incs;
+  b->out = 0;
+  if (!b->m) return 0;
+  ddx_incident_t *primary = &incs[0];
+  size_t ncoll = 0;
+  ddx_collateral_t *coll = ddx_arena_alloc(&b->d->arena, (b->m + 1) * sizeof *coll);
+  if (!coll) return DDX_ENOMEM;
+  b->out = 1;
+  for (size_t i = 1; i < b->m; i++) {
+    ddx_incident_t *x = &incs[i];
+    const char *why = collateral_reason(primary, x);
+    if (why) {
+      ddx_collateral_t *c = &coll[ncoll++];
+      c->rule = x->rule;
+      c->ranks = x->ranks; /* moved */
+      c->count = x->count;
+      c->first = x->hit;
+      c->why = why;
+      c->rank = x->rank;
+      ddx_rankset_free(&x->quiet_first);
+      continue;
     }
-    primary->collateral = coll;
-    primary->ncollateral = ncoll;
-    /* Nothing of the cause's own names its rank: the launcher's record of
-     * the first failure it observed (torchrun's "failed ... local_rank: N",
-     * its table's root cause) is the best remaining evidence. */
-    for (size_t k = 0; primary->rank < 0 && k < ncoll; k++)
-      if (coll[k].rule->role == DDX_ROLE_WRAPPER && coll[k].rank >= 0) {
-        primary->rank = coll[k].rank;
-        char note[200];
-        snprintf(note, sizeof note,
-                 "rank from the launcher's first observed failure (%s), as no line of the cause "
-                 "names its rank",
-                 coll[k].rule->id);
-        primary->rank_note = ddx_arena_strdup(&d->arena, note);
-      }
+    incs[b->out++] = *x;
   }
+  primary->collateral = coll;
+  primary->ncollateral = ncoll;
+  /* Nothing of the cause's own names its rank: the launcher's record of
+   * the first failure it observed (torchrun's "failed ... local_rank: N",
+   * its table's root cause) is the best remaining evidence. */
+  for (size_t k = 0; primary->rank < 0 && k < ncoll; k++)
+    if (coll[k].rule->role == DDX_ROLE_WRAPPER && coll[k].rank >= 0) {
+      primary->rank = coll[k].rank;
+      char note[200];
+      snprintf(note, sizeof note,
+               "rank from the launcher's first observed failure (%s), as no line of the cause "
+               "names its rank",
+               coll[k].rule->id);
+      primary->rank_note = ddx_arena_strdup(&b->d->arena, note);
+    }
+  return 0;
+}
 
-  const ddx_frame_t *frames = sorted_frames(d, s);
-  size_t nframes = frames ? s->frames.len : 0;
+/* The traceback group an incident's line ends (or sits in), or NULL. */
+static const tb_group_t *incident_group(const build_t *b, const ddx_incident_t *inc) {
+  const tb_group_t *best = NULL;
+  for (size_t k = 0; k < b->groups.len; k++) {
+    const tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
+    if (g->input != inc->hit->input || g->frames.len == 0) continue;
+    if (inc->hit->line < g->first_line || inc->hit->line > g->last_line + TB_TAIL) continue;
+    ddx_frame_t lane = {.rank = g->rank, .local_rank = g->local_rank};
+    snprintf(lane.host, sizeof lane.host, "%s", g->host);
+    if (frame_rank_ok(&lane, inc->hit)) best = g;
+  }
+  return best;
+}
 
-  /* 4. Confidence and missing facts. */
-  for (size_t i = 0; i < out; i++) {
+/* 5. Confidence, missing facts, traceback and phase. */
+static void finish_incidents(build_t *b) {
+  ddx_diagnosis_t *d = b->d;
+  ddx_incident_t *incs = b->incs;
+  for (size_t i = 0; i < b->out; i++) {
     ddx_incident_t *inc = &incs[i];
     double c = inc->confidence;
     if (inc->role != DDX_ROLE_CAUSE) c *= 0.6;
     if (inc->fallback) c *= 0.7;
-    if (i == 0 && out > 1 && incs[1].severity == DDX_SEV_ERROR && incs[1].role == DDX_ROLE_CAUSE)
+    if (i == 0 && b->out > 1 && incs[1].severity == DDX_SEV_ERROR && incs[1].role == DDX_ROLE_CAUSE)
       c *= 0.85; /* another independent cause competes */
     inc->confidence = c > 0.99 ? 0.99 : c;
+    if (inc->inferred) {
+      char buf[400], who[48] = "the same process";
+      if (inc->rank >= 0) snprintf(who, sizeof who, "rank %d", inc->rank);
+      snprintf(buf, sizeof buf,
+               "the traceback is cut before its error line: paste the next 20 lines of %s's output "
+               "after line %llu",
+               who, (unsigned long long)inc->hit->line);
+      add_missing(d, inc, buf);
+    }
     if (inc->role != DDX_ROLE_CAUSE) {
       char buf[512];
       if (inc->rank >= 0)
@@ -862,10 +1277,93 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
                   "'killed process|oom|xid|segfault'` on the node at the time of the failure");
     for (size_t k = 0; k < inc->rule->missing.n; k++)
       add_missing(d, inc, inc->rule->missing.v[k]);
-    attach_traceback(d, frames, nframes, inc);
+    attach_traceback(d, b->frames, b->nframes, inc);
+    const tb_group_t *g = incident_group(b, inc);
+    if (g && inc->nframes < g->frames.len && inc->inferred) {
+      inc->frames = (const ddx_frame_t **)g->frames.data; /* copied below */
+      inc->nframes = g->frames.len;
+    }
+    if (inc->nframes) {
+      const ddx_frame_t **fr = ddx_arena_alloc(&d->arena, inc->nframes * sizeof *fr);
+      if (fr) memcpy(fr, inc->frames, inc->nframes * sizeof *fr);
+      inc->frames = fr;
+      if (!fr) inc->nframes = 0;
+      for (size_t k = inc->nframes; k-- > 0;) {
+        if (!inc->library_frame && is_library_path(inc->frames[k]->file))
+          inc->library_frame = inc->frames[k];
+        if (!inc->user_frame && !is_library_path(inc->frames[k]->file))
+          inc->user_frame = inc->frames[k];
+      }
+      inc->phase = frames_phase(b->cat, (const ddx_frame_t *const *)inc->frames, inc->nframes);
+    }
   }
-  d->incidents = incs;
-  d->n = out;
+}
+
+/* 6. The differential of the primary, and what would separate its first
+ * two candidates. */
+static void primary_differential(build_t *b) {
+  ddx_diagnosis_t *d = b->d;
+  if (!b->out) return;
+  const ddx_incident_t *p = &b->incs[0];
+  failure_point_t fp = {.frames = (const ddx_frame_t *const *)p->frames,
+                        .nframes = p->nframes,
+                        .phase = p->phase,
+                        .input = p->hit->input,
+                        .rank = p->rank};
+  ddx_candidate_t *c = ddx_arena_alloc(&d->arena, DDX_MAX_CANDIDATES * sizeof *c);
+  if (!c) return;
+  d->ndifferential = differential(b, &fp, p->rule, true, c, DDX_MAX_CANDIDATES);
+  d->differential = c;
+  if (d->ndifferential < 2 || c[1].score < 0.05) return;
+  const ddx_rule_t *x = c[0].rule, *y = c[1].rule;
+  const char *fx = x->fingerprint ? x->fingerprint : x->title;
+  const char *fy = y->fingerprint ? y->fingerprint : y->title;
+  char buf[900];
+  if (!c[0].decisive)
+    snprintf(buf, sizeof buf,
+             "the error line that ends the traceback would decide: %s means %s; %s means %s", fx,
+             x->id, fy, y->id);
+  else
+    snprintf(buf, sizeof buf, "%s would need a line of its own (%s); without one, %s stands", y->id,
+             fy, x->id);
+  d->separator = ddx_arena_strdup(&d->arena, buf);
+}
+
+int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
+  memset(d, 0, sizeof *d);
+  ddx_arena_init(&d->arena);
+  d->scan = s;
+  build_t b = {.d = d, .s = s, .cat = s->cat};
+  ddx_vec_init(&b.pids, sizeof(pid_rank_t));
+  ddx_vec_init(&b.pairs, sizeof(rank_pair_t));
+  ddx_vec_init(&b.groups, sizeof(tb_group_t));
+  int rc = DDX_ENOMEM;
+  b.aggs = calloc(s->cat->nrules + 1, sizeof *b.aggs);
+  b.ix = build_ctx_index(s);
+  b.frames = sorted_frames(d, s);
+  b.nframes = b.frames ? s->frames.len : 0;
+  if (!b.aggs || !b.ix || (s->frames.len && !b.frames)) goto done;
+  resolve_lines(&b);
+  if ((rc = group_tracebacks(&b))) goto done;
+  mark_explained(&b);
+  if ((rc = make_incidents(&b))) goto done;
+  if ((rc = infer_cut_tracebacks(&b))) goto done;
+  rank_incidents(&b);
+  if ((rc = attach_collateral(&b))) goto done;
+  finish_incidents(&b);
+  primary_differential(&b);
+  d->incidents = b.incs;
+  d->n = b.out;
+  rc = 0;
+done:
+  if (rc && b.incs && !d->incidents) /* incidents still own their rank sets */
+    for (size_t i = 0; i < b.m; i++)
+      ddx_rankset_free(&b.incs[i].ranks);
+  build_free(&b);
+  if (rc) {
+    ddx_diagnosis_free(d);
+    return ddx_error_set(err, rc, "out of memory");
+  }
   return 0;
 }
 

@@ -56,6 +56,31 @@ static json_t *patches_json(const ddx_rule_t *r) {
   return p ? p : json_array();
 }
 
+static json_t *frame_json(const ddx_frame_t *f) {
+  if (!f) return json_null();
+  return json_pack("{s:o,s:I,s:o}", "file", text_json(f->file), "line", (json_int_t)f->lineno,
+                   "function", f->func ? text_json(f->func) : json_null());
+}
+
+static json_t *words_json(const char *const *v, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, text_json(v[i]));
+  return a;
+}
+
+static json_t *differential_json(const ddx_diagnosis_t *d) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < d->ndifferential; i++) {
+    const ddx_candidate_t *c = &d->differential[i];
+    json_array_append_new(
+        a, json_pack("{s:s,s:s,s:f,s:b,s:o,s:o}", "rule", c->rule->id, "title", c->rule->title,
+                     "score", (double)(int)(c->score * 100 + 0.5) / 100.0, "decisive", c->decisive,
+                     "for", words_json(c->pro, c->npro), "against", words_json(c->con, c->ncon)));
+  }
+  return a;
+}
+
 static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
   const ddx_rule_t *r = inc->rule;
   const ddx_hit_t *h = inc->hit;
@@ -83,6 +108,12 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
                                         (json_int_t)f->line));
   }
   json_object_set_new(o, "traceback", tb);
+  json_object_set_new(o, "inferred", json_boolean(inc->inferred));
+  json_object_set_new(
+      o, "lifecycle",
+      inc->phase ? json_pack("{s:s,s:s}", "phase", inc->phase->id, "title", inc->phase->title)
+                 : json_null());
+  json_object_set_new(o, "library_frame", frame_json(inc->library_frame));
   if (inc->user_frame)
     json_object_set_new(
         o, "user_frame",
@@ -145,6 +176,8 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   for (size_t i = 0; i < d->n; i++)
     json_array_append_new(incs, incident_json(d, &d->incidents[i]));
   json_object_set_new(root, "incidents", incs);
+  json_object_set_new(root, "differential", differential_json(d));
+  json_object_set_new(root, "separator", d->separator ? text_json(d->separator) : json_null());
   json_t *st = json_object();
   json_object_set_new(st, "bytes", json_integer((json_int_t)d->scan->bytes));
   json_object_set_new(st, "lines", json_integer((json_int_t)d->scan->lines));
@@ -361,6 +394,21 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
   ddx_sb_puts(b, "\n\n");
 }
 
+/* "also possible": the differential's other candidates, and the fact
+ * that would separate the first two. */
+static void put_differential(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_t *st) {
+  size_t shown = 0;
+  for (size_t i = 0; i < d->ndifferential; i++) {
+    const ddx_candidate_t *c = &d->differential[i];
+    if (c->rule == d->incidents[0].rule || c->score < 0.05) continue;
+    ddx_sb_printf(b, "%s %s (%.2f%s%s)", shown ? "," : "  also possible", c->rule->id, c->score,
+                  c->npro ? ": " : "", c->npro ? c->pro[0] : "");
+    if (++shown == 3) break;
+  }
+  if (shown) ddx_sb_puts(b, "\n");
+  if (d->separator) ddx_sb_printf(b, "  %stell apart%s %s\n", st->bold, st->reset, d->separator);
+}
+
 static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
                               const style_t *st, bool primary) {
   const ddx_rule_t *r = inc->rule;
@@ -384,15 +432,18 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
     put_facts(b, inc);
     ddx_sb_puts(b, "\n");
   }
+  if (inc->phase) ddx_sb_printf(b, "  phase     %s\n", inc->phase->title);
   if (inc->nframes) {
     const ddx_frame_t *in = inc->frames[inc->nframes - 1];
-    ddx_sb_printf(b, "  raised in %s:%u in %s", in->file, in->lineno, in->func ? in->func : "?");
+    ddx_sb_printf(b, "  %s %s:%u in %s", inc->inferred ? "last frame" : "raised in", in->file,
+                  in->lineno, in->func ? in->func : "?");
     if (inc->user_frame && inc->user_frame != in)
       ddx_sb_printf(b, "\n  your code %s:%u in %s", inc->user_frame->file, inc->user_frame->lineno,
                     inc->user_frame->func ? inc->user_frame->func : "?");
     ddx_sb_printf(b, "  %s(%zu frames)%s\n", st->dim, inc->nframes, st->reset);
   }
   if (!primary) return;
+  put_differential(b, d, st);
   if (inc->ncollateral) {
     ddx_sb_puts(b, "  collateral\n");
     for (size_t i = 0; i < inc->ncollateral; i++) {

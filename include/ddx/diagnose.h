@@ -4,7 +4,12 @@
  * the initiating event), ranks incidents (error before warning, causes
  * before wrappers and collateral, real evidence before fallback, then
  * priority, then time) and attaches collateral, confidence and missing
- * facts. Everything it returns is owned by the ddx_diagnosis_t. */
+ * facts. Tracebacks that no line explains (a paste cut before its error
+ * line) become inferred incidents; each traceback gets its lifecycle
+ * phase from the catalog's phase table, and the primary failure gets a
+ * differential: every cause class its evidence (decisive lines, weighted
+ * clues, priors) touches, scored. Everything it returns is owned by the
+ * ddx_diagnosis_t. */
 #ifndef DDX_DIAGNOSE_H
 #define DDX_DIAGNOSE_H
 
@@ -46,17 +51,40 @@ typedef struct ddx_incident {
   const ddx_frame_t **frames; /* the traceback that ends at the initiating
                                  line, outermost first (same rank only) */
   size_t nframes;
-  const ddx_frame_t *user_frame; /* innermost frame outside site-packages */
-  ddx_rankset_t quiet_first;     /* anchor-last (progress) rules: the ranks
-                                    whose progress stopped first */
+  const ddx_frame_t *user_frame;    /* innermost frame outside site-packages */
+  ddx_rankset_t quiet_first;        /* anchor-last (progress) rules: the ranks
+                                       whose progress stopped first */
+  bool inferred;                    /* the class comes from partial evidence (a
+                                       traceback cut before its error line) and
+                                       the differential, not a decisive line */
+  const ddx_phase_t *phase;         /* lifecycle phase from the frames, or NULL */
+  const ddx_frame_t *library_frame; /* innermost frame inside a library */
 } ddx_incident_t;
+
+/* One class of the differential: its share of the evidence and the
+ * evidence for and against it, in words. */
+typedef struct ddx_candidate {
+  const ddx_rule_t *rule;
+  double score;  /* 0..1; the candidates and "none of these" add up to 1 */
+  bool decisive; /* a decisive line of its own is in the text */
+  const char **pro, **con;
+  size_t npro, ncon;
+} ddx_candidate_t;
 
 typedef struct ddx_diagnosis {
   ddx_arena_t arena;
   const ddx_scan_t *scan;
   ddx_incident_t *incidents; /* [0] is the primary diagnosis */
   size_t n;
+  /* The differential of the primary failure: every cause class the
+   * evidence touches, best first (at most DDX_MAX_CANDIDATES), and the
+   * one missing fact that would separate the first two (or NULL). */
+  ddx_candidate_t *differential;
+  size_t ndifferential;
+  const char *separator;
 } ddx_diagnosis_t;
+
+#define DDX_MAX_CANDIDATES 6
 
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *scan, ddx_error_t *err);
 void ddx_diagnosis_free(ddx_diagnosis_t *d);
