@@ -534,8 +534,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   if ((rc = get_int(lc, root, "min_count", 1, 1000000, 1, false, &mc))) return rc;
   r->min_count = (uint32_t)mc;
 
-  bool inferred_only;
-  if ((rc = get_bool(lc, root, "inferred_only", false, &inferred_only))) return rc;
+  if ((rc = get_bool(lc, root, "inferred_only", false, &r->inferred_only))) return rc;
+  bool inferred_only = r->inferred_only;
   json_t *sigs = json_object_get(root, "signatures");
   if (inferred_only && (!json_is_array(sigs) || json_array_size(sigs)))
     return fail(lc, "signatures",

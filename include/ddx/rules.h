@@ -127,7 +127,9 @@ typedef struct ddx_rule {
   size_t npositive, nnegative;
   ddx_clue_t *clues; /* the differential's weighted evidence */
   size_t nclues;
-  double prior; /* relative base rate among real failures (default 1) */
+  double prior;       /* relative base rate among real failures (default 1) */
+  bool inferred_only; /* no signatures: the engine raises it for a traceback
+                         cut before its error line that no clue places */
 } ddx_rule_t;
 
 /* Literal refs with this rule index are the engine's own traceback

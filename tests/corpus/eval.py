@@ -21,6 +21,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,15 @@ def calibration(recs):
             "accuracy": sum(ok for _, ok in pts) / N if N else None}
 
 
+# What a reader would call a sign of failure in what is left of a paste
+# (tool-independent, so the ablation can tell "silent although the text
+# shows a failure" from "nothing left to say anything about").
+FAILURE_SIGN = re.compile(
+    rb"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\b[A-Z]\w*(?:Error|Exception)\b"
+    rb"|\b(?:ERROR|FATAL|CRITICAL)\b|exit ?code[:=]? ?-?[1-9]|exited with|\bKilled\b|Segmentation fault"
+    rb"|core dumped|terminate called|\bSIG(?:TERM|KILL|SEGV|ABRT|BUS)\b")
+
+
 def read_lines(path):
     with open(path, "rb") as fh:
         return fh.read().splitlines(keepends=True)  # \n, \r\n and \r, as ddx counts lines
@@ -194,7 +204,9 @@ def ablation_summary(recs):
         out[v] = {"n": n,
                   "top1": sum(x["top1"] for x in xs), "top3": sum(x["top3"] for x in xs),
                   "silent": sum(x["silent"] for x in xs), "inferred": sum(x["inferred"] for x in xs),
-                  "no_error": sum(x["no_error"] for x in xs)}
+                  "no_error": sum(x["no_error"] for x in xs),
+                  "with_sign": sum(x["sign"] for x in xs),
+                  "silent_sign": sum(x["silent"] and x["sign"] for x in xs)}
         for k in ("top1", "top3", "silent", "inferred"):
             out[v][k + "_rate"] = rate(out[v][k], n)
     out["tail_unchanged"] = sum(1 for r in recs if r["ablation"]["tail_unchanged"])
@@ -276,6 +288,8 @@ def main():
                 cut = lines[:r["s"]["line"] - 1]
                 tail = lines[-TAIL_LINES:]
                 r["ablation"] = {"tail_unchanged": len(lines) <= TAIL_LINES}
+                r["ablation"]["sign"] = {"truncated": bool(FAILURE_SIGN.search(b"".join(cut))),
+                                         "tail": bool(FAILURE_SIGN.search(b"".join(tail)))}
                 for v, body in (("truncated", cut), ("tail", tail)):
                     d = os.path.join(tmp, f"{n}-{v}")
                     os.mkdir(d)
@@ -286,6 +300,7 @@ def main():
             res = list(pool.map(lambda j: diagnose(a.ddx, j[2]), jobs))
             for (r, v, p), d in zip(jobs, res):
                 r["ablation"][v] = score(r["class"], d)
+                r["ablation"][v]["sign"] = r["ablation"]["sign"][v]
                 r["ablation"][v + "_got"] = d["ranked"][:3]
                 if d["error"]:
                     errors.append(f"{r['part']}/{r['file']} ({v} ablation): {d['error']}")
@@ -410,7 +425,7 @@ def summary_rows(report, which):
 SUMMARY_HEAD = ["part", "logs", "top-1", "top-3", "silent", "no error incident", "healthy ok", "initiating rank", "ECE"]
 CAL_HEAD = ["confidence", "n", "mean conf", "accuracy"]
 ABL_HEAD = ["part", "eligible", "truncated top-1", "truncated top-3", "truncated silent",
-            "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
+            "silent with a failure sign left", "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
 
 
 def ablation_rows(report):
@@ -422,7 +437,7 @@ def ablation_rows(report):
         t, b = ab["truncated"], ab["tail"]
         rows.append([n, str(ab["eligible"]),
                      pct(t["top1"], t["n"]), pct(t["top3"], t["n"]), pct(t["silent"], t["n"]),
-                     pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
+                     pct(t["silent_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
     return rows
 
 

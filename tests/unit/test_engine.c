@@ -216,13 +216,15 @@ static void test_roles(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, 5);
   CHECK_EQ_INT(r.d.incidents[0].ncollateral, 2);
   done(&r);
-  /* Only collateral: it is the primary, with lower confidence and a missing fact. */
+  /* Only collateral: it is the primary, a little less sure than its own
+   * signature (calibration: collateral names its class nearly as reliably
+   * as a cause line, docs/accuracy.md), with a missing fact. */
   run(&r, cat,
       "[Rank 0] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 1] Watchdog caught x\n");
   CHECK_EQ_STR(primary(&r), "t.watchdog");
   CHECK_EQ_INT(r.d.incidents[0].ranks.n, 3);
   CHECK_EQ_INT(r.d.incidents[0].count, 3);
-  CHECK(r.d.incidents[0].confidence < 0.6 && r.d.incidents[0].nmissing >= 1);
+  CHECK(r.d.incidents[0].confidence < 0.85 && r.d.incidents[0].nmissing >= 1);
   done(&r);
   /* A fallback exit code yields to any real cause, even a catch-all. */
   run(&r, cat, "ValueError: bad shape\nfailed (exitcode: -9) local_rank: 1\n");
