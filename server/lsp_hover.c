@@ -78,6 +78,25 @@ static void lsp_md_facts(ddx_sb_t *b, const ddx_hit_t *h) {
   ddx_sb_puts(b, "\n");
 }
 
+/* The primary's phase, the differential's other candidates and what
+ * would separate the first two. */
+static void lsp_md_differential(ddx_sb_t *b, const ddx_diagnosis_t *d) {
+  const ddx_incident_t *p = d->incidents;
+  if (p->phase) ddx_sb_printf(b, "\n**Phase** %s\n", p->phase->title);
+  if (p->inferred)
+    ddx_sb_puts(b, "\n_Inferred from a traceback cut before its error line._\n");
+  bool head = false;
+  for (size_t i = 0; i < d->ndifferential; i++) {
+    const ddx_candidate_t *c = &d->differential[i];
+    if (c->rule == p->rule || c->score < 0.05) continue;
+    if (!head) ddx_sb_puts(b, "\n**Also possible**\n\n");
+    head = true;
+    ddx_sb_printf(b, "- `%s` (%.2f)%s%s\n", c->rule->id, c->score, c->npro ? ": " : "",
+                  c->npro ? c->pro[0] : "");
+  }
+  if (d->separator) ddx_sb_printf(b, "\n**Tell apart** %s\n", d->separator);
+}
+
 static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line) {
   ddx_lsp_result_t *r = d->result;
   if (!r || !r->text) return json_null();
@@ -143,6 +162,7 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
     ddx_sb_puts(&b, "Matched line (not the diagnosis of this log).\n");
   }
   if (hit) lsp_md_facts(&b, hit);
+  if (inc == r->diag.incidents) lsp_md_differential(&b, &r->diag);
   if (rule->summary) ddx_sb_printf(&b, "\n**Summary** %s\n", rule->summary);
   if (rule->mechanism) ddx_sb_printf(&b, "\n**Why** %s\n", rule->mechanism);
   lsp_md_list(&b, "Confirm", &rule->checklist, false);

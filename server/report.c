@@ -371,8 +371,8 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
     ddx_sb_puts(b, ")");
   }
   ddx_sb_printf(
-      b, "%s%s: ", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
-      st->reset);
+      b, "%s%s%s: ", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
+      inc->inferred ? " (the error line is cut; most likely)" : "", st->reset);
   put_headline_text(b, inc);
   ddx_sb_printf(b, ", at %s:%llu.", input_name(d, h->input), (unsigned long long)h->line);
   uint64_t ncoll = 0;

@@ -69,6 +69,21 @@ export interface Incident {
   missing?: string[];
   references?: string[];
   patches?: Patch[];
+  /** The class comes from a traceback cut before its error line. */
+  inferred?: boolean;
+  /** The lifecycle phase the frames place the failure in. */
+  lifecycle?: { phase: string; title: string } | null;
+  library_frame?: Frame | null;
+}
+
+/** One class of the differential: its share of the evidence, for and against. */
+export interface Candidate {
+  rule: string;
+  title: string;
+  score: number;
+  decisive: boolean;
+  for: string[];
+  against: string[];
 }
 
 export interface Report {
@@ -76,6 +91,8 @@ export interface Report {
   tool?: string;
   inputs?: { name: string; bytes?: number; lines?: number }[];
   incidents: Incident[];
+  differential?: Candidate[];
+  separator?: string | null;
   stats?: { bytes?: number; lines?: number; seconds?: number; rules?: number };
 }
 

@@ -1,6 +1,6 @@
 // HTML of the diagnosis view and the catalog, rendered in the extension host from the server's
 // JSON (every string escaped); the webview script only forwards clicks (media/*.js).
-import { CatalogEntry, Collateral, Incident, PatchOp, Report, formatRanks } from './report';
+import { Candidate, CatalogEntry, Collateral, Incident, PatchOp, Report, formatRanks } from './report';
 
 export function esc(s: unknown): string {
   return String(s ?? '')
@@ -185,10 +185,32 @@ export function reportHtml(report: Report, ctx: ReportContext): string {
       `<button class="link" data-action="catalog">browse the catalog</button>.</p></article><footer>${meta}</footer></main>`;
   }
   const [first, ...rest] = report.incidents;
+  const diff = differentialHtml(first, report.differential ?? [], report.separator ?? null);
   const others = rest.length
     ? `<section class="others" aria-labelledby="others-h"><h2 id="others-h">Also found (${rest.length})</h2>${rest.map((inc, i) => incidentHtml(inc, i + 1, false)).join('')}</section>`
     : '';
-  return `<main>${incidentHtml(first, 0, true)}${others}<footer>${meta}</footer></main>`;
+  return `<main>${incidentHtml(first, 0, true)}${diff}${others}<footer>${meta}</footer></main>`;
+}
+
+/** The differential beside the primary: the other classes the evidence
+ * touches, with their share and the evidence for and against each, and
+ * what would tell the first two apart. */
+export function differentialHtml(first: Incident, cands: Candidate[], separator: string | null): string {
+  const others = cands.filter((c) => c.rule !== first.rule && c.score >= 0.05);
+  if (!others.length && !separator && !first.inferred && !first.lifecycle) return '';
+  const rows = others.map((c) =>
+    `<tr><td><button class="link" data-action="explain" data-id="${esc(c.rule)}"><code>${esc(c.rule)}</code></button> ${esc(c.title)}</td>` +
+    `<td class="num">${Math.round(c.score * 100)}%</td>` +
+    `<td>${c.for.map(esc).join('; ')}</td><td>${c.against.map(esc).join('; ')}</td></tr>`).join('');
+  return `<section class="differential" aria-labelledby="diff-h"><h2 id="diff-h">Differential</h2>` +
+    (first.lifecycle ? `<p>Phase: <strong>${esc(first.lifecycle.title)}</strong></p>` : '') +
+    (first.inferred ? `<p class="muted">Inferred from a traceback cut before its error line.</p>` : '') +
+    (rows
+      ? `<table><thead><tr><th scope="col">Also possible</th><th scope="col" class="num">Share</th>` +
+        `<th scope="col">For</th><th scope="col">Against</th></tr></thead><tbody>${rows}</tbody></table>`
+      : '') +
+    (separator ? `<p><strong>Tell apart:</strong> ${esc(separator)}</p>` : '') +
+    `</section>`;
 }
 
 export interface FixView {
