@@ -1262,7 +1262,34 @@ static const tb_group_t *incident_group(const build_t *b, const ddx_incident_t *
   return best;
 }
 
-/* 5. Confidence, missing facts, traceback and phase. */
+/* 5. Each incident's traceback, phase, library and user frames. */
+static void place_frames(build_t *b) {
+  ddx_diagnosis_t *d = b->d;
+  for (size_t i = 0; i < b->out; i++) {
+    ddx_incident_t *inc = &b->incs[i];
+    attach_traceback(d, b->frames, b->nframes, inc);
+    const tb_group_t *g = incident_group(b, inc);
+    if (g && inc->nframes < g->frames.len && inc->inferred) {
+      inc->frames = (const ddx_frame_t **)g->frames.data; /* copied below */
+      inc->nframes = g->frames.len;
+    }
+    if (inc->nframes) {
+      const ddx_frame_t **fr = ddx_arena_alloc(&d->arena, inc->nframes * sizeof *fr);
+      if (fr) memcpy(fr, inc->frames, inc->nframes * sizeof *fr);
+      inc->frames = fr;
+      if (!fr) inc->nframes = 0;
+      for (size_t k = inc->nframes; k-- > 0;) {
+        if (!inc->library_frame && is_library_path(inc->frames[k]->file))
+          inc->library_frame = inc->frames[k];
+        if (!inc->user_frame && !is_library_path(inc->frames[k]->file))
+          inc->user_frame = inc->frames[k];
+      }
+      inc->phase = frames_phase(b->cat, (const ddx_frame_t *const *)inc->frames, inc->nframes);
+    }
+  }
+}
+
+/* 7. Confidence and missing facts. */
 static void finish_incidents(build_t *b) {
   ddx_diagnosis_t *d = b->d;
   ddx_incident_t *incs = b->incs;
@@ -1314,25 +1341,6 @@ static void finish_incidents(build_t *b) {
                   "'killed process|oom|xid|segfault'` on the node at the time of the failure");
     for (size_t k = 0; k < inc->rule->missing.n; k++)
       add_missing(d, inc, inc->rule->missing.v[k]);
-    attach_traceback(d, b->frames, b->nframes, inc);
-    const tb_group_t *g = incident_group(b, inc);
-    if (g && inc->nframes < g->frames.len && inc->inferred) {
-      inc->frames = (const ddx_frame_t **)g->frames.data; /* copied below */
-      inc->nframes = g->frames.len;
-    }
-    if (inc->nframes) {
-      const ddx_frame_t **fr = ddx_arena_alloc(&d->arena, inc->nframes * sizeof *fr);
-      if (fr) memcpy(fr, inc->frames, inc->nframes * sizeof *fr);
-      inc->frames = fr;
-      if (!fr) inc->nframes = 0;
-      for (size_t k = inc->nframes; k-- > 0;) {
-        if (!inc->library_frame && is_library_path(inc->frames[k]->file))
-          inc->library_frame = inc->frames[k];
-        if (!inc->user_frame && !is_library_path(inc->frames[k]->file))
-          inc->user_frame = inc->frames[k];
-      }
-      inc->phase = frames_phase(b->cat, (const ddx_frame_t *const *)inc->frames, inc->nframes);
-    }
   }
 }
 
@@ -1387,8 +1395,9 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   if ((rc = infer_cut_tracebacks(&b))) goto done;
   rank_incidents(&b);
   if ((rc = attach_collateral(&b))) goto done;
-  finish_incidents(&b);
+  place_frames(&b);
   primary_differential(&b);
+  finish_incidents(&b);
   d->incidents = b.incs;
   d->n = b.out;
   rc = 0;
