@@ -29,6 +29,7 @@ typedef struct agg {
   ddx_rankset_t min_seq_ranks;
   ddx_fact_t facts[DDX_MAX_FACTS]; /* first value of each fact over all events */
   size_t nfacts;
+  uint32_t *sig_events; /* per signature of the rule: events (for min_count) */
 } agg_t;
 
 const char *ddx_incident_fact(const ddx_incident_t *inc, const char *name) {
@@ -41,6 +42,15 @@ const char *ddx_hit_fact(const ddx_hit_t *h, const char *name) {
   for (uint16_t i = 0; i < h->nfacts; i++)
     if (!strcmp(h->facts[i].name, name)) return h->facts[i].value;
   return NULL;
+}
+
+const char *ddx_incident_title(const ddx_incident_t *inc) {
+  const ddx_rule_t *r = inc->rule;
+  const ddx_hit_t *h = inc->hit;
+  if (!inc->inferred && h && h->rule == r->index && h->pattern < r->nsigs &&
+      r->sigs[h->pattern].title)
+    return r->sigs[h->pattern].title;
+  return r->title;
 }
 
 bool ddx_diagnosis_has_error(const ddx_diagnosis_t *d) {
@@ -287,6 +297,8 @@ static void merge_facts(ddx_fact_t *dst, size_t *n, const ddx_fact_t *src, size_
 static void add_event(agg_t *g, const ddx_rule_t *rule, const event_t *e) {
   bool fb = e->sig->fallback;
   g->count++;
+  if (!g->sig_events) g->sig_events = calloc(rule->nsigs + 1, sizeof *g->sig_events);
+  if (g->sig_events) g->sig_events[e->sig - rule->sigs]++;
   merge_facts(g->facts, &g->nfacts, e->hit->facts, e->hit->nfacts);
   add_seq(g, e);
   if (e->rank >= 0) ddx_rankset_add(&g->ranks, e->rank);
@@ -711,6 +723,7 @@ static void build_free(build_t *b) {
     for (size_t r = 0; r < b->cat->nrules; r++) {
       ddx_rankset_free(&b->aggs[r].ranks);
       ddx_rankset_free(&b->aggs[r].min_seq_ranks);
+      free(b->aggs[r].sig_events);
     }
   free(b->aggs);
   free_ctx_index(b->ix, b->cat);
@@ -767,6 +780,15 @@ static void resolve_lines(build_t *b) {
       b->aggs[r].count += s->rule_hits[r] - s->rule_stored[r];
 }
 
+/* A rule's events count when some signature that produced them reached
+ * its own min_count (one allocator flush is normal, one per step is not). */
+static bool sigs_counted(const ddx_rule_t *r, const agg_t *g) {
+  if (!g->sig_events) return true;
+  for (size_t k = 0; k < r->nsigs; k++)
+    if (g->sig_events[k] && g->sig_events[k] >= r->sigs[k].min_count) return true;
+  return false;
+}
+
 /* 2. Incidents, one per rule; no-error rules only when nothing failed.
  * Room is left for one inferred incident per traceback group. */
 static int make_incidents(build_t *b) {
@@ -788,7 +810,8 @@ static int make_incidents(build_t *b) {
     agg_t *g = &b->aggs[r];
     if (!g->have) continue;
     const ddx_rule_t *rule = &cat->rules[r];
-    if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count)
+    if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count ||
+        !sigs_counted(rule, g))
       continue;
     ddx_incident_t *inc = &b->incs[b->m++];
     inc->rule = rule;

@@ -284,8 +284,8 @@ static void report_new(live_t *lv, bool final) {
       if (line) printf("%s\n", line);
       free(line);
     } else {
-      printf("ddx: %s %s [%s] at %s:%llu", ddx_severity_name(inc->severity), inc->rule->title,
-             inc->rule->id, input_name(&lv->scan, inc->hit->input),
+      printf("ddx: %s %s [%s] at %s:%llu", ddx_severity_name(inc->severity),
+             ddx_incident_title(inc), inc->rule->id, input_name(&lv->scan, inc->hit->input),
              (unsigned long long)inc->hit->line);
       if (inc->rank >= 0) printf(", rank %d", inc->rank);
       printf("\n");

@@ -253,8 +253,11 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
       snprintf(ranks, sizeof ranks, " (%llu events on ranks %s)", (unsigned long long)inc->count,
                rs);
     }
-    snprintf(msg, sizeof msg, "%s: %s, %s%s%s%s", i == 0 ? "Initiating failure" : "Failure",
-             rule->title, rank, ranks, rule->fix.n ? ". Fix: " : "",
+    snprintf(msg, sizeof msg, "%s: %s, %s%s%s%s",
+             inc->severity < DDX_SEV_ERROR ? "Warning"
+             : i == 0                      ? "Initiating failure"
+                                           : "Failure",
+             ddx_incident_title(inc), rank, ranks, rule->fix.n ? ". Fix: " : "",
              rule->fix.n ? rule->fix.v[0] : "");
     json_t *loc = lsp_loc(s, uri, t, inc->hit->line);
     json_t *d = lsp_diag_base(r->cat, rule, json_incref(json_object_get(loc, "range")),

@@ -83,8 +83,7 @@ static void lsp_md_facts(ddx_sb_t *b, const ddx_hit_t *h) {
 static void lsp_md_differential(ddx_sb_t *b, const ddx_diagnosis_t *d) {
   const ddx_incident_t *p = d->incidents;
   if (p->phase) ddx_sb_printf(b, "\n**Phase** %s\n", p->phase->title);
-  if (p->inferred)
-    ddx_sb_puts(b, "\n_Inferred from a traceback cut before its error line._\n");
+  if (p->inferred) ddx_sb_puts(b, "\n_Inferred from a traceback cut before its error line._\n");
   bool head = false;
   for (size_t i = 0; i < d->ndifferential; i++) {
     const ddx_candidate_t *c = &d->differential[i];

@@ -86,7 +86,7 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
   const ddx_hit_t *h = inc->hit;
   json_t *o = json_object();
   json_object_set_new(o, "rule", json_string(r->id));
-  json_object_set_new(o, "title", json_string(r->title));
+  json_object_set_new(o, "title", json_string(ddx_incident_title(inc)));
   json_object_set_new(o, "severity", json_string(ddx_severity_name(inc->severity)));
   json_object_set_new(o, "role", json_string(ddx_role_name(inc->role)));
   json_object_set_new(o, "phase", json_string(r->phase));
@@ -244,10 +244,10 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
                                                                : "note"));
       char msg[1024];
       if (k == 0 && inc->rank >= 0)
-        snprintf(msg, sizeof msg, "%s on rank %d: %s", r->title, inc->rank,
+        snprintf(msg, sizeof msg, "%s on rank %d: %s", ddx_incident_title(inc), inc->rank,
                  r->fix.n ? r->fix.v[0] : "");
       else if (k == 0)
-        snprintf(msg, sizeof msg, "%s: %s", r->title, r->fix.n ? r->fix.v[0] : "");
+        snprintf(msg, sizeof msg, "%s: %s", ddx_incident_title(inc), r->fix.n ? r->fix.v[0] : "");
       else
         snprintf(msg, sizeof msg, "%s (collateral of %s)", r->title, inc->rule->id);
       json_object_set_new(res, "message", json_pack("{s:o}", "text", text_json(msg)));
@@ -320,7 +320,7 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
 static void put_headline_text(ddx_sb_t *b, const ddx_incident_t *inc) {
   const char *t = inc->rule->headline;
   if (!t) {
-    ddx_sb_puts(b, inc->rule->title);
+    ddx_sb_puts(b, ddx_incident_title(inc));
     return;
   }
   ddx_sb_t out;
@@ -339,7 +339,7 @@ static void put_headline_text(ddx_sb_t *b, const ddx_incident_t *inc) {
     const char *v = ddx_incident_fact(inc, name);
     if (!v) {
       ddx_sb_free(&out);
-      ddx_sb_puts(b, inc->rule->title);
+      ddx_sb_puts(b, ddx_incident_title(inc));
       return;
     }
     ddx_sb_puts(&out, v);
@@ -370,9 +370,9 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
     if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
     ddx_sb_puts(b, ")");
   }
-  ddx_sb_printf(
-      b, "%s%s%s: ", inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
-      inc->inferred ? " (the error line is cut; most likely)" : "", st->reset);
+  ddx_sb_printf(b, "%s%s%s: ",
+                inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
+                inc->inferred ? " (the error line is cut; most likely)" : "", st->reset);
   put_headline_text(b, inc);
   ddx_sb_printf(b, ", at %s:%llu.", input_name(d, h->input), (unsigned long long)h->line);
   uint64_t ncoll = 0;
@@ -416,8 +416,8 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
                    : inc->severity == DDX_SEV_WARNING ? st->yellow
                                                       : st->cyan;
   ddx_sb_printf(b, "%s%s%s %s%s%s  [%s, %s, confidence %.2f]\n", sc,
-                ddx_severity_name(inc->severity), st->reset, st->bold, r->title, st->reset, r->id,
-                ddx_role_name(inc->role), inc->confidence);
+                ddx_severity_name(inc->severity), st->reset, st->bold, ddx_incident_title(inc),
+                st->reset, r->id, ddx_role_name(inc->role), inc->confidence);
   ddx_sb_puts(b, "  where     ");
   put_where(b, d, inc);
   ddx_sb_puts(b, "\n");

@@ -256,9 +256,9 @@ static int load_conditions(load_ctx_t *lc, json_t *arr, ddx_condition_t **out, s
 
 static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx,
                         const char *rule_id) {
-  static const char *const sig_keys[] = {"id",         "regex",    "literals",
-                                         "confidence", "fallback", "severity",
-                                         "conditions", "context",  NULL};
+  static const char *const sig_keys[] = {"id",       "regex",     "literals",   "confidence",
+                                         "fallback", "severity",  "conditions", "context",
+                                         "title",    "min_count", NULL};
   static const char *const ctx_keys[] = {"regex", "literals",  "before", "after",
                                          "scope", "same_rank", "absent", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -285,6 +285,10 @@ static int load_pattern(load_ctx_t *lc, json_t *o, ddx_pattern_t *p, bool is_ctx
       p->confidence = json_number_value(c);
     }
     if ((rc = get_bool(lc, o, "fallback", false, &p->fallback))) return rc;
+    if ((rc = get_str(lc, o, "title", false, &p->title))) return rc;
+    long mc;
+    if ((rc = get_int(lc, o, "min_count", 1, 1000000, 1, false, &mc))) return rc;
+    p->min_count = (uint32_t)mc;
     if (json_object_get(o, "severity") &&
         (rc = get_enum(lc, o, "severity", sevs, -1, false, &p->severity)))
       return rc;

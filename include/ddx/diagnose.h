@@ -93,6 +93,9 @@ void ddx_diagnosis_free(ddx_diagnosis_t *d);
 const char *ddx_incident_fact(const ddx_incident_t *inc, const char *name);
 /* The fact named name of a hit, or NULL. */
 const char *ddx_hit_fact(const ddx_hit_t *h, const char *name);
+/* What an incident is called: its initiating signature's title when the
+ * rule gives it one (a precursor warning), else the rule's. */
+const char *ddx_incident_title(const ddx_incident_t *inc);
 /* True when the diagnosis holds an error-severity incident. */
 bool ddx_diagnosis_has_error(const ddx_diagnosis_t *d);
 

@@ -45,6 +45,10 @@ typedef struct ddx_pattern {
   bool has_rank;              /* a capture is named "rank" (it places the event) */
   double confidence;
   bool fallback;
+  const char *title;      /* signature: what its events mean, when the rule's
+                             title would overstate it (a precursor warning);
+                             NULL: the rule's */
+  uint32_t min_count;     /* signature: events of it needed before they count */
   int severity;           /* -1: the rule's */
   ddx_condition_t *conds; /* signature-level conditions (with the rule's) */
   size_t nconds;

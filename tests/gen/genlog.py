@@ -872,6 +872,17 @@ class Job:
                      "  Number of trainable parameters = {:,}".format(rng.choice([6738415616, 7241732096, 1543714304]))]
             for i, x in enumerate(lines):
                 self.emit(tt + i * 0.001, ("rank", 0), self.hf_log(0, tt, "INFO", "trainer.py:%d" % (2128 + i), x), "stdout")
+        if self.stack == "ds" and o.noise >= 1 and o.kind != "loss-scale":
+            # fp16 warm-up: the dynamic loss scale halves a few times from
+            # 2^16 and settles; normal, and no warning may come of it (no
+            # random draws here, so the rest of the log stays as it was)
+            old = vt(self.ds_ver) < (0, 10)
+            for i, scale in enumerate((65536, 32768, 16384)):
+                msg = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: %d, reducing to %d" % (
+                    scale, scale // 2)
+                tt = t_start + 0.4 * (i + 1)
+                self.emit(tt, ("rank", 0),
+                          msg if old else self.ds_log(0, tt, "INFO", "loss_scaler.py:183:update_scale", msg), "stdout")
         s0 = max(0, step_end - n_ev * rng.randrange(3, 30))
         span = t_end - t_start
         for i in range(n_ev):
