@@ -811,7 +811,7 @@ static int make_incidents(build_t *b) {
     if (!g->have) continue;
     const ddx_rule_t *rule = &cat->rules[r];
     if ((rule->trigger == DDX_TRIGGER_NO_ERROR && any_error) || g->count < rule->min_count ||
-        !sigs_counted(rule, g))
+        !sigs_counted(rule, g) || rule->marker)
       continue;
     ddx_incident_t *inc = &b->incs[b->m++];
     inc->rule = rule;
@@ -1397,6 +1397,31 @@ static void primary_differential(build_t *b) {
   d->separator = ddx_arena_strdup(&d->arena, buf);
 }
 
+/* 8. Where to resume: the last checkpoint saved (a marker rule's event)
+ * before the failure began - the primary's first line, or the first line
+ * of anything of error or warning severity that came with it (the first
+ * overflow of a divergence, the first NaN loss), in the primary's input. */
+static void find_resume(build_t *b) {
+  if (!b->out) return;
+  const ddx_incident_t *p = &b->incs[0];
+  uint32_t input = p->hit->input;
+  uint64_t begin = p->hit->line;
+  for (size_t i = 0; i < p->ncollateral; i++)
+    if (p->collateral[i].first->input == input && p->collateral[i].first->line < begin)
+      begin = p->collateral[i].first->line;
+  for (size_t i = 1; i < b->out; i++)
+    if (b->incs[i].hit->input == input && b->incs[i].hit->line < begin)
+      begin = b->incs[i].hit->line;
+  if (p->rule->anchor_last) begin++; /* a hang: checkpoints up to its last progress count */
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || !b->cat->rules[h->rule].marker || h->input != input || h->line >= begin)
+      continue;
+    if (!b->d->resume || h->line > b->d->resume->line) b->d->resume = h;
+  }
+}
+
 int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   memset(d, 0, sizeof *d);
   ddx_arena_init(&d->arena);
@@ -1421,6 +1446,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   place_frames(&b);
   primary_differential(&b);
   finish_incidents(&b);
+  find_resume(&b);
   d->incidents = b.incs;
   d->n = b.out;
   rc = 0;

@@ -274,6 +274,15 @@ static int cmd_explain(cli_t *c, int argc, char **argv) {
 static bool incident_has_rule(const ddx_diagnosis_t *d, const ddx_rule_t *r,
                               const ddx_incident_t **inc, const ddx_hit_t **hit) {
   *inc = NULL;
+  if (r->marker) { /* a marker makes no incident: its event won a line */
+    const ddx_hit_t *h = d->scan->hits.data;
+    for (size_t i = 0; i < d->scan->hits.len; i++)
+      if (!h[i].is_ctx && h[i].rule == r->index) {
+        *hit = &h[i];
+        return true;
+      }
+    return false;
+  }
   for (size_t i = 0; i < d->n; i++) {
     if (d->incidents[i].rule == r) {
       *inc = &d->incidents[i];

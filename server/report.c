@@ -69,6 +69,19 @@ static json_t *words_json(const char *const *v, size_t n) {
   return a;
 }
 
+/* The checkpoint to resume from: its tag, path or step (what the line
+ * names), where it was saved, and the failure it precedes. */
+static json_t *resume_json(const ddx_diagnosis_t *d) {
+  const ddx_hit_t *h = d->resume;
+  if (!h) return json_null();
+  const char *tag = ddx_hit_fact(h, "tag"), *path = ddx_hit_fact(h, "path");
+  const char *step = ddx_hit_fact(h, "step");
+  return json_pack("{s:o,s:o,s:o,s:o,s:I}", "tag", tag ? text_json(tag) : json_null(), "path",
+                   path ? text_json(path) : json_null(), "step",
+                   step ? text_json(step) : json_null(), "file", text_json(input_name(d, h->input)),
+                   "line", (json_int_t)h->line);
+}
+
 static json_t *differential_json(const ddx_diagnosis_t *d) {
   json_t *a = json_array();
   for (size_t i = 0; i < d->ndifferential; i++) {
@@ -178,6 +191,7 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   json_object_set_new(root, "incidents", incs);
   json_object_set_new(root, "differential", differential_json(d));
   json_object_set_new(root, "separator", d->separator ? text_json(d->separator) : json_null());
+  json_object_set_new(root, "resume_from", resume_json(d));
   json_t *st = json_object();
   json_object_set_new(st, "bytes", json_integer((json_int_t)d->scan->bytes));
   json_object_set_new(st, "lines", json_integer((json_int_t)d->scan->lines));
@@ -409,6 +423,25 @@ static void put_differential(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_
   if (d->separator) ddx_sb_printf(b, "  %stell apart%s %s\n", st->bold, st->reset, d->separator);
 }
 
+static void put_resume(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_t *st) {
+  const ddx_hit_t *h = d->resume;
+  if (!h) return;
+  const char *tag = ddx_hit_fact(h, "tag"), *path = ddx_hit_fact(h, "path");
+  const char *step = ddx_hit_fact(h, "step");
+  ddx_sb_printf(
+      b,
+      "  %sresume%s    from %s%s%s%s%s (saved at line %llu, before the failure began), once "
+      "the fix is in\n",
+      st->bold, st->reset,
+      tag    ? tag
+      : step ? "iteration "
+             : "",
+      tag    ? ""
+      : step ? step
+             : "",
+      path ? (tag || step ? " in " : "") : "", path ? path : "", "", (unsigned long long)h->line);
+}
+
 static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
                               const style_t *st, bool primary) {
   const ddx_rule_t *r = inc->rule;
@@ -444,6 +477,7 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
   }
   if (!primary) return;
   put_differential(b, d, st);
+  put_resume(b, d, st);
   if (inc->ncollateral) {
     ddx_sb_puts(b, "  collateral\n");
     for (size_t i = 0; i < inc->ncollateral; i++) {

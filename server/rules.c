@@ -503,7 +503,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       "trigger",    "anchor",   "summary",        "mechanism",     "symptoms",    "affects",
       "checklist",  "fix",      "verify",         "prevention",    "fingerprint", "related",
       "references", "missing",  "config_patches", "samples",       "min_count",   "headline",
-      "$schema",    "clues",    "prior",          "inferred_only", NULL};
+      "$schema",    "clues",    "prior",          "inferred_only", "marker",      NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -539,6 +539,12 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   r->min_count = (uint32_t)mc;
 
   if ((rc = get_bool(lc, root, "inferred_only", false, &r->inferred_only))) return rc;
+  if (json_object_get(root, "marker")) {
+    static const char *const markers[] = {"checkpoint", NULL};
+    int mk;
+    if ((rc = get_enum(lc, root, "marker", markers, 0, false, &mk))) return rc;
+    r->marker = true;
+  }
   bool inferred_only = r->inferred_only;
   json_t *sigs = json_object_get(root, "signatures");
   if (inferred_only && (!json_is_array(sigs) || json_array_size(sigs)))

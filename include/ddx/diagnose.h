@@ -82,6 +82,9 @@ typedef struct ddx_diagnosis {
   ddx_candidate_t *differential;
   size_t ndifferential;
   const char *separator;
+  /* The last checkpoint saved before the failure began (a marker rule's
+   * event: its facts name the path, tag or step), or NULL. */
+  const ddx_hit_t *resume;
 } ddx_diagnosis_t;
 
 #define DDX_MAX_CANDIDATES 6

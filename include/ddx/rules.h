@@ -134,6 +134,9 @@ typedef struct ddx_rule {
   double prior;       /* relative base rate among real failures (default 1) */
   bool inferred_only; /* no signatures: the engine raises it for a traceback
                          cut before its error line that no clue places */
+  bool marker;        /* "marker": "checkpoint": its events are saved
+                         checkpoints, never incidents; the last one before a
+                         failure began is where to resume */
 } ddx_rule_t;
 
 /* Literal refs with this rule index are the engine's own traceback

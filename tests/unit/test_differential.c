@@ -70,6 +70,18 @@ static const char *rules_json[] = {
     "{\"id\": \"t.cut\", \"title\": \"cut traceback\", " RULE_HEAD
     "\"role\": \"cause\", \"priority\": 1, \"inferred_only\": true, \"signatures\": []}",
 
+    "{\"id\": \"t.ckpt\", \"title\": \"checkpoint\", " RULE_HEAD
+    "\"role\": \"cause\", \"priority\": 5, \"marker\": \"checkpoint\", "
+    "\"signatures\": [{\"regex\": \"Checkpoint (?<tag>\\\\S+) is ready now\", \"literals\": "
+    "[\"is ready now\"]}]}",
+
+    "{\"id\": \"t.overflow\", \"title\": \"overflow\", \"phase\": \"step\", \"summary\": \"s\", "
+    "\"mechanism\": \"m\", \"fix\": [\"f\"], \"samples\": {\"positive\": [{\"text\": \"x\"}]}, "
+    "\"severity\": \"warning\", \"role\": \"collateral\", \"priority\": 30, "
+    "\"signatures\": [{\"regex\": \"OVERFLOW! scale (?<scale>\\\\d+)\", \"literals\": "
+    "[\"OVERFLOW!\"], \"title\": \"overflow past warm-up\", \"min_count\": 2, "
+    "\"conditions\": [{\"fact\": \"scale\", \"op\": \"<=\", \"value\": 512}]}]}",
+
     "{\"id\": \"t.progress\", \"title\": \"progress\", \"phase\": \"step\", \"summary\": \"s\", "
     "\"mechanism\": \"m\", \"fix\": [\"f\"], \"samples\": {\"positive\": [{\"text\": \"x\"}]}, "
     "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
@@ -322,6 +334,38 @@ static void test_relation(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_resume_and_warnings(const ddx_catalog_t *cat) {
+  run_t r;
+  /* the last checkpoint before the first overflow, not the one after */
+  run(&r, cat,
+      "Checkpoint global_step100 is ready now!\nCheckpoint global_step200 is ready now!\n"
+      "OVERFLOW! scale 256\nCheckpoint global_step300 is ready now!\nOVERFLOW! scale 128\n"
+      "ValueError: scale at minimum\n");
+  CHECK_EQ_STR(primary(&r), "t.exc");
+  CHECK(r.d.resume != NULL);
+  CHECK_EQ_STR(ddx_hit_fact(r.d.resume, "tag"), "global_step200");
+  /* markers are never incidents */
+  for (size_t i = 0; i < r.d.n; i++)
+    CHECK(strcmp(r.d.incidents[i].rule->id, "t.ckpt") != 0);
+  done(&r);
+  /* no failure: nothing to resume */
+  run(&r, cat, "Checkpoint global_step100 is ready now!\n");
+  CHECK(r.d.n == 0 && r.d.resume == NULL);
+  done(&r);
+  /* one overflow past warm-up is not enough; two are, under the
+   * signature's own title; warm-up scales never count */
+  run(&r, cat, "OVERFLOW! scale 256\n");
+  CHECK_EQ_STR(primary(&r), "none");
+  done(&r);
+  run(&r, cat, "OVERFLOW! scale 65536\nOVERFLOW! scale 32768\nOVERFLOW! scale 16384\n");
+  CHECK_EQ_STR(primary(&r), "none");
+  done(&r);
+  run(&r, cat, "OVERFLOW! scale 256\nOVERFLOW! scale 128\n");
+  CHECK_EQ_STR(primary(&r), "t.overflow");
+  CHECK_EQ_STR(ddx_incident_title(&r.d.incidents[0]), "overflow past warm-up");
+  done(&r);
+}
+
 int main(void) {
   ddx_error_t err = {0};
   ddx_catalog_t *cat = load(rules_json, NRULES, true, &err);
@@ -333,6 +377,7 @@ int main(void) {
   test_frame_dialects(cat);
   test_cut_traceback(cat);
   test_relation(cat);
+  test_resume_and_warnings(cat);
   ddx_catalog_free(cat);
   CHECK_DONE();
 }
