@@ -862,6 +862,13 @@ static int group_tracebacks(build_t *b) {
       if (g->input != f->input || f->line - g->last_line > TB_MAX_GAP) break;
       if (g->rank == f->rank && g->local_rank == f->local_rank && !strcmp(g->host, f->host))
         open = g;
+      else if (!f->start && g->frames.len == 0 && g->rank < 0 && g->local_rank < 0 && !g->host[0]) {
+        /* a "Traceback" line without a prefix, then prefixed frames */
+        open = g;
+        g->rank = f->rank;
+        g->local_rank = f->local_rank;
+        g->host = f->host;
+      }
     }
     if (!open || f->start) {
       if (b->groups.len >= 4096) break;
@@ -1248,6 +1255,7 @@ static int attach_collateral(build_t *b) {
       c->first = x->hit;
       c->why = why;
       c->rank = x->rank;
+      c->local_rank = x->local_rank;
       ddx_rankset_free(&x->quiet_first);
       continue;
     }
@@ -1255,20 +1263,237 @@ static int attach_collateral(build_t *b) {
   }
   primary->collateral = coll;
   primary->ncollateral = ncoll;
-  /* Nothing of the cause's own names its rank: the launcher's record of
-   * the first failure it observed (torchrun's "failed ... local_rank: N",
-   * its table's root cause) is the best remaining evidence. */
-  for (size_t k = 0; primary->rank < 0 && k < ncoll; k++)
-    if (coll[k].rule->role == DDX_ROLE_WRAPPER && coll[k].rank >= 0) {
-      primary->rank = coll[k].rank;
-      char note[200];
-      snprintf(note, sizeof note,
-               "rank from the launcher's first observed failure (%s), as no line of the cause "
-               "names its rank",
-               coll[k].rule->id);
-      primary->rank_note = ddx_arena_strdup(&b->d->arena, note);
-    }
   return 0;
+}
+
+/* ------------------------------------------------------------ the rank */
+
+/* What the layout says of one host: its ranks [base, base+nlocal). */
+static const ddx_layout_host_t *layout_host(const ddx_layout_t *l, const char *host) {
+  for (size_t i = 0; host && host[0] && i < l->nhosts; i++)
+    if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0 && l->hosts[i].nlocal > 0)
+      return &l->hosts[i];
+  return NULL;
+}
+
+/* Processes per node when every node runs the same number: the layout's,
+ * else the highest local rank any prefix named + 1 on a multi-node log. */
+static int32_t procs_per_node(const ddx_layout_t *l) {
+  int32_t n = -1;
+  for (size_t i = 0; i < l->nhosts; i++)
+    if (l->hosts[i].nlocal > 0) {
+      if (n > 0 && n != l->hosts[i].nlocal) return -1;
+      n = l->hosts[i].nlocal;
+    }
+  if (n > 0) return n;
+  if (l->seen_hosts > 1 && l->max_local >= 0 && l->max_global > l->max_local)
+    return l->max_local + 1;
+  return -1;
+}
+
+/* What constrains the initiating rank: its local rank and its node. */
+typedef struct rank_frame {
+  int32_t local;    /* -1 unknown */
+  int32_t lo, hi;   /* the node's ranks [lo, hi); hi 0: unknown */
+  int32_t per_node; /* processes per node, -1 unknown */
+  const char *host;
+} rank_frame_t;
+
+static bool rank_fits(const rank_frame_t *f, int32_t g) {
+  if (g < 0) return false;
+  if (f->hi > 0 && (g < f->lo || g >= f->hi)) return false;
+  if (f->local >= 0) {
+    if (f->hi > 0 && g - f->lo != f->local) return false;
+    if (f->hi == 0 && f->per_node > 0 && g % f->per_node != f->local) return false;
+  }
+  return true;
+}
+
+static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *source, int32_t rank,
+                         double weight, bool fits) {
+  if (rank < 0 || ev->len >= 32) return;
+  ddx_rank_evidence_t *e = ddx_vec_push(ev);
+  if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
+}
+
+/* The ranks of the primary's collateral that only wait (watchdog
+ * timeouts, SIGTERMs): they are not the initiator. */
+static void collateral_reporters(const ddx_incident_t *p, ddx_rankset_t *out) {
+  for (size_t i = 0; i < p->ncollateral; i++) {
+    const ddx_collateral_t *c = &p->collateral[i];
+    if (c->rule->role != DDX_ROLE_COLLATERAL) continue;
+    for (size_t k = 0; k < c->ranks.n; k++)
+      ddx_rankset_add(out, c->ranks.v[k]);
+  }
+}
+
+/* The one rank the incident's own traceback lines name (a paste whose
+ * lines all start "[rank0]:" but whose error line lost its prefix), or -1
+ * when they name none or several. */
+static int32_t traceback_rank(const ddx_incident_t *p) {
+  int32_t only = -1;
+  size_t named = 0;
+  for (size_t i = 0; i < p->nframes; i++) {
+    int32_t r = p->frames[i]->rank;
+    if (r < 0) continue;
+    if (only >= 0 && only != r) return -1;
+    only = r;
+    named++;
+  }
+  return named >= 2 ? only : -1;
+}
+
+/* Where the rank the incident was placed on so far came from. */
+static const char *placed_source(const ddx_incident_t *p, double *w) {
+  const char *n = p->rank_note;
+  if (p->hit->meta.rank >= 0 && p->hit->meta.rank == p->rank) return *w = 1.0, "prefix";
+  if (ddx_hit_fact(p->hit, "rank")) return *w = 0.95, "capture";
+  if (n && strstr(n, "process id")) return *w = 0.85, "launcher-pid";
+  if (n && strstr(n, "table")) return *w = 0.85, "launcher-table";
+  if (n && !strncmp(n, "inference", 9)) return *w = 0.7, "inference";
+  if (p->local_rank >= 0) return *w = 0.9, "layout";
+  return *w = 0.8, "events";
+}
+
+static int cmp_evidence(const void *pa, const void *pb) {
+  const ddx_rank_evidence_t *a = pa, *b = pb;
+  if (a->consistent != b->consistent) return a->consistent ? -1 : 1;
+  if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
+  return a->rank - b->rank;
+}
+
+/* The one rank of the world, or of the incident's node, that reports no
+ * collateral (every other rank only waited); -1 when not exactly one. */
+static int32_t complement_rank(const build_t *b, const ddx_incident_t *p, const rank_frame_t *f,
+                               ddx_rankset_t *cand) {
+  ddx_rankset_t rep = {0};
+  collateral_reporters(p, &rep);
+  int32_t world = world_size_seen(b->s);
+  if (rep.n >= 2 && world > 0 && world <= 1 << 20) {
+    int32_t lo = f->hi > 0 ? f->lo : 0, hi = f->hi > 0 ? f->hi : world;
+    for (int32_t r = lo; r < hi && cand->n <= 64; r++)
+      if (!ddx_rankset_has(&rep, r) && rank_fits(f, r)) ddx_rankset_add(cand, r);
+  }
+  ddx_rankset_free(&rep);
+  return cand->n == 1 ? cand->v[0] : -1;
+}
+
+/* The rank note for the piece of evidence that decided. */
+static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
+                         const rank_frame_t *f, int32_t world) {
+  note[0] = 0;
+  if (!strcmp(e->source, "complement") && f->hi > 0)
+    snprintf(note, cap, "rank %d: the only rank of %s (%d-%d) that reports no collateral", e->rank,
+             f->host, f->lo, f->hi - 1);
+  else if (!strcmp(e->source, "complement"))
+    snprintf(note, cap, "rank %d: the only rank of %d%s that reports no collateral", e->rank, world,
+             f->local >= 0 ? " with its local rank" : "");
+  else if (!strcmp(e->source, "traceback"))
+    snprintf(note, cap, "rank %d: every line of the cause's traceback names it", e->rank);
+  else if (!strcmp(e->source, "launcher-root-cause"))
+    snprintf(note, cap, "rank %d: the launcher's root cause (first observed failure)", e->rank);
+  else if (!strcmp(e->source, "launcher-first-failure"))
+    snprintf(note, cap,
+             "rank %d: the launcher's first observed failure, as no line of the cause names its "
+             "rank",
+             e->rank);
+}
+
+/* 4b. One resolver for the primary's initiating rank: every piece of
+ * evidence with its weight and source (the cause line's prefix and
+ * captures, the layout, launcher pids and tables, the only rank that
+ * speaks in the input, the one rank of the world or of its node that
+ * reports no collateral, the launcher's first observed failure), checked
+ * against the incident's local rank and node so that a global rank and
+ * its local rank always agree. The heaviest consistent piece decides; two
+ * of equal weight that disagree leave it unknown, with the candidates. */
+static void resolve_rank(build_t *b) {
+  if (!b->out) return;
+  ddx_diagnosis_t *d = b->d;
+  ddx_incident_t *p = &b->incs[0];
+  const ddx_layout_t *l = b->s->layout;
+  rank_frame_t f = {
+      .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
+  const ddx_layout_host_t *lh = layout_host(l, f.host);
+  if (lh) f.lo = lh->base, f.hi = lh->base + lh->nlocal;
+  ddx_vec_t ev;
+  ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
+  double w0 = 0;
+  const char *src0 = p->rank >= 0 ? placed_source(p, &w0) : NULL;
+  if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
+  for (size_t i = 0; i < p->ncollateral; i++) {
+    const ddx_collateral_t *c = &p->collateral[i];
+    if (c->rule->role != DDX_ROLE_WRAPPER || c->rank < 0) continue;
+    /* the launcher names a (rank, local rank) pair of its own: both must fit */
+    bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
+    add_evidence(&ev, &f, "launcher-first-failure", c->rank, 0.6, pair_ok);
+  }
+  /* a launcher's table entry under "Root Cause (first observed failure)" */
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const char *rr = hits[i].is_ctx ? NULL : ddx_hit_fact(&hits[i], "root_rank");
+    if (!rr || hits[i].input != p->hit->input ||
+        !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]))
+      continue;
+    const char *lr = ddx_hit_fact(&hits[i], "local_rank");
+    bool pair_ok = f.local < 0 || !lr || atoi(lr) == f.local;
+    add_evidence(&ev, &f, "launcher-root-cause", atoi(rr), 0.8, pair_ok);
+    break;
+  }
+  int32_t tbr = traceback_rank(p);
+  if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
+  ddx_rankset_t cand = {0};
+  int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, p, &f, &cand) : -1;
+  if (comp >= 0) add_evidence(&ev, &f, "complement", comp, f.hi > 0 ? 0.8 : 0.75, true);
+  qsort(ev.data, ev.len, sizeof(ddx_rank_evidence_t), cmp_evidence);
+  const ddx_rank_evidence_t *e = ev.data;
+  int32_t rank = -1;
+  bool conflict = false;
+  if (ev.len && e[0].consistent) {
+    rank = e[0].rank;
+    for (size_t i = 1; i < ev.len && e[i].consistent && e[i].weight == e[0].weight; i++)
+      conflict |= e[i].rank != rank;
+  } else if (ev.len && (!strcmp(e[0].source, "prefix") || !strcmp(e[0].source, "capture"))) {
+    /* the line's own word that contradicts its local rank: the rank stands,
+     * the local rank (from a weaker source) goes */
+    rank = e[0].rank;
+    p->local_rank = -1;
+  }
+  if (conflict) rank = -1;
+  char note[320] = "";
+  if (rank >= 0 && (!src0 || rank != p->rank))
+    decided_note(note, sizeof note, &e[0], &f, world_size_seen(b->s));
+  else if (conflict)
+    snprintf(note, sizeof note, "rank unknown: the evidence disagrees (%s says %d, %s says %d)",
+             e[0].source, e[0].rank, e[1].source, e[1].rank);
+  else if (rank < 0 && f.hi > 0)
+    snprintf(note, sizeof note, "rank unknown: on %s (ranks %d-%d)", f.host, f.lo, f.hi - 1);
+  if (note[0]) p->rank_note = ddx_arena_strdup(&d->arena, note);
+  p->rank = rank;
+  if (rank >= 0 && p->local_rank < 0) {
+    if (f.hi > 0)
+      p->local_rank = rank - f.lo;
+    else if (f.per_node > 0)
+      p->local_rank = rank % f.per_node;
+  }
+  if (rank < 0) { /* the complement's few, or the node's ranks */
+    ddx_rankset_t node = {0};
+    ddx_rankset_t *from = cand.n ? &cand : &node;
+    for (int32_t r = f.lo; !cand.n && f.hi > 0 && r < f.hi && r - f.lo < 64; r++)
+      if (rank_fits(&f, r)) ddx_rankset_add(&node, r);
+    if (from->n && from->n <= 64 &&
+        (p->rank_candidates = ddx_arena_alloc(&d->arena, from->n * sizeof(int32_t)))) {
+      memcpy(p->rank_candidates, from->v, from->n * sizeof(int32_t));
+      p->nrank_candidates = from->n;
+    }
+    ddx_rankset_free(&node);
+  }
+  if (ev.len && (p->rank_evidence = ddx_arena_alloc(&d->arena, ev.len * sizeof *e))) {
+    memcpy(p->rank_evidence, e, ev.len * sizeof *e);
+    p->nrank_evidence = ev.len;
+  }
+  ddx_vec_free(&ev);
+  ddx_rankset_free(&cand);
 }
 
 /* The traceback group an incident's line ends (or sits in), or NULL. */
@@ -1444,6 +1669,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   rank_incidents(&b);
   if ((rc = attach_collateral(&b))) goto done;
   place_frames(&b);
+  resolve_rank(&b);
   primary_differential(&b);
   finish_incidents(&b);
   find_resume(&b);

@@ -141,6 +141,22 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
                       json_real((double)(int)(inc->confidence * 100 + 0.5) / 100.0));
   json_object_set_new(o, "fallback", json_boolean(inc->fallback));
   json_object_set_new(o, "rank_note", inc->rank_note ? json_string(inc->rank_note) : json_null());
+  if (inc->nrank_evidence) {
+    json_t *ev = json_array();
+    for (size_t i = 0; i < inc->nrank_evidence; i++) {
+      const ddx_rank_evidence_t *e = &inc->rank_evidence[i];
+      json_array_append_new(ev, json_pack("{s:s,s:i,s:f,s:b}", "source", e->source, "rank",
+                                          (int)e->rank, "weight", e->weight, "consistent",
+                                          e->consistent));
+    }
+    json_object_set_new(o, "rank_evidence", ev);
+  }
+  if (inc->nrank_candidates) {
+    json_t *c = json_array();
+    for (size_t i = 0; i < inc->nrank_candidates; i++)
+      json_array_append_new(c, json_integer(inc->rank_candidates[i]));
+    json_object_set_new(o, "rank_candidates", c);
+  }
   if (inc->quiet_first.n) json_object_set_new(o, "quiet_first", ranks_json(&inc->quiet_first));
   json_t *coll = json_array();
   for (size_t i = 0; i < inc->ncollateral; i++) {
@@ -320,6 +336,15 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
   else
     ddx_sb_puts(b, "rank unknown");
   if (h->meta.host[0]) ddx_sb_printf(b, " on %s", h->meta.host);
+  if (inc->rank < 0 && inc->nrank_candidates) {
+    ddx_rankset_t c = {0};
+    for (size_t i = 0; i < inc->nrank_candidates; i++)
+      ddx_rankset_add(&c, inc->rank_candidates[i]);
+    char rs[128];
+    ddx_rankset_format(&c, rs, sizeof rs);
+    ddx_sb_printf(b, " (one of ranks %s)", rs);
+    ddx_rankset_free(&c);
+  }
   ddx_sb_printf(b, ", %s:%llu", input_name(d, h->input), (unsigned long long)h->line);
   if (inc->ranks.n > 1) {
     char rs[256];

@@ -26,7 +26,20 @@ typedef struct ddx_collateral {
   const ddx_hit_t *first; /* earliest event */
   const char *why;        /* why it counts as collateral */
   int32_t rank;           /* the rank its own evidence points at, -1 unknown */
+  int32_t local_rank;     /* its local rank, -1 unknown */
 } ddx_collateral_t;
+
+/* One piece of evidence for the initiating rank: where it comes from
+ * ("prefix", "capture", "layout", "launcher-pid", "launcher-table",
+ * "events", "traceback", "complement", "launcher-root-cause",
+ * "launcher-first-failure",
+ * "inference"), the rank it names and how much it weighs (0..1). */
+typedef struct ddx_rank_evidence {
+  const char *source;
+  int32_t rank;
+  double weight;
+  bool consistent; /* agrees with the incident's local rank and node */
+} ddx_rank_evidence_t;
 
 typedef struct ddx_incident {
   const ddx_rule_t *rule;
@@ -51,9 +64,13 @@ typedef struct ddx_incident {
   const ddx_frame_t **frames; /* the traceback that ends at the initiating
                                  line, outermost first (same rank only) */
   size_t nframes;
-  const ddx_frame_t *user_frame;    /* innermost frame outside site-packages */
-  ddx_rankset_t quiet_first;        /* anchor-last (progress) rules: the ranks
-                                       whose progress stopped first */
+  const ddx_frame_t *user_frame;      /* innermost frame outside site-packages */
+  ddx_rankset_t quiet_first;          /* anchor-last (progress) rules: the ranks
+                                         whose progress stopped first */
+  ddx_rank_evidence_t *rank_evidence; /* primary: every piece of rank evidence */
+  size_t nrank_evidence;
+  int32_t *rank_candidates; /* primary, rank unknown: the ranks it can be */
+  size_t nrank_candidates;
   bool inferred;                    /* the class comes from partial evidence (a
                                        traceback cut before its error line) and
                                        the differential, not a decisive line */
