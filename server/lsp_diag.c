@@ -244,8 +244,14 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
     const ddx_incident_t *inc = &dg->incidents[i];
     if (!inc->hit) continue;
     const ddx_rule_t *rule = inc->rule;
-    char rank[128], msg[4096];
+    char rank[384], msg[4096];
     lsp_rank_text(rank, sizeof rank, inc->rank, inc->hit->meta.host);
+    /* the evidence that decided the rank, in a few words */
+    const char *why = inc->rank_note && !strncmp(inc->rank_note, "rank ", 5)
+                          ? strstr(inc->rank_note, ": ")
+                          : NULL;
+    if (i == 0 && why && strlen(rank) + strlen(why) + 4 < sizeof rank)
+      snprintf(rank + strlen(rank), sizeof rank - strlen(rank), " (%s)", why + 2);
     char ranks[256] = "";
     if (inc->ranks.n > 1) {
       char rs[200];

@@ -355,6 +355,61 @@ static void test_straggler_inference(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+/* The rank resolver: the complement of the waiting ranks, per node when
+ * the node is known; a launcher pair that contradicts the cause's local
+ * rank never stands; the evidence is listed. */
+static void test_rank_resolver(const ddx_catalog_t *cat) {
+  result_t r;
+  ddx_sb_t b;
+  /* pdsh host only, no table: worker-3 holds 24-31 and only 26 is silent */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {");
+  for (int n = 0; n < 4; n++)
+    ddx_sb_printf(&b, "%s'worker-%d': [0, 1, 2, 3, 4, 5, 6, 7]", n ? ", " : "", n);
+  ddx_sb_puts(&b, "}\nworker-3: ValueError: boom\n");
+  for (int k = 0; k < 32; k++)
+    if (k != 26) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
+  char *text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 26);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
+  CHECK(r.d.incidents[0].rank_note &&
+        strstr(r.d.incidents[0].rank_note, "only rank of worker-3 (24-31)") != NULL);
+  CHECK(r.d.incidents[0].nrank_evidence >= 1 &&
+        !strcmp(r.d.incidents[0].rank_evidence[0].source, "complement"));
+  done(&r);
+  /* the same without the waiting ranks: the node, with its ranks */
+  run(&r, cat,
+      "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {'worker-0': [0, "
+      "1, 2, 3], 'worker-1': [0, 1, 2, 3]}\nworker-1: ValueError: boom\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 4);
+  CHECK_EQ_INT(r.d.incidents[0].rank_candidates[0], 4);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "ranks 4-7") != NULL);
+  done(&r);
+  /* --tee local rank 1, every other rank of 4 waits; the launcher's pair
+   * (local rank 0) contradicts the cause's local rank and is dropped */
+  run(&r, cat,
+      "[default1]:ValueError: boom\n[Rank 0] Watchdog caught x\n[Rank 2] Watchdog caught x\n"
+      "[Rank 3] Watchdog caught x\nfailed (exitcode: 1) local_rank: 0 (pid: 7)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 1);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 1);
+  bool dropped = false;
+  for (size_t i = 0; i < r.d.incidents[0].nrank_evidence; i++)
+    dropped |= !strcmp(r.d.incidents[0].rank_evidence[i].source, "launcher-first-failure") &&
+               !r.d.incidents[0].rank_evidence[i].consistent;
+  CHECK(dropped);
+  done(&r);
+  /* a traceback whose lines all name rank 3, its error line unprefixed */
+  run(&r, cat,
+      "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "
+      "<module>\n[rank3]:   File \"/w/b.py\", line 2, in f\nValueError: boom\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 3);
+  done(&r);
+}
+
 static void test_layout(const ddx_catalog_t *cat) {
   result_t r;
   /* DeepSpeed's WORLD INFO DICT: worker-1 holds global ranks 4-7. */
@@ -579,6 +634,7 @@ int main(void) {
   test_progress_past_cap(cat);
   test_straggler_inference(cat);
   test_layout(cat);
+  test_rank_resolver(cat);
   test_path_meta();
   test_live_inputs(cat);
   test_sequential_inputs(cat);
