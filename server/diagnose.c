@@ -1128,6 +1128,9 @@ static failure_point_t group_point(const ddx_catalog_t *cat, const tb_group_t *g
 /* What an inferred class's share of the differential is worth as a
  * confidence (see finish_incidents). */
 #define INFERRED_CALIBRATION 0.45
+/* A via_generic class whose share reaches this fraction of a catch-all
+ * primary's takes its place (primary_differential). */
+#define YIELD_RATIO 0.4
 /* Rules' signature confidences understate how often a decisive line is
  * right (91% at a mean 0.84 on the development part): c^0.7. */
 #define DECISIVE_CALIBRATION 0.7
@@ -1597,7 +1600,7 @@ static void finish_incidents(build_t *b) {
 static void primary_differential(build_t *b) {
   ddx_diagnosis_t *d = b->d;
   if (!b->out) return;
-  const ddx_incident_t *p = &b->incs[0];
+  ddx_incident_t *p = &b->incs[0];
   failure_point_t fp = {.frames = (const ddx_frame_t *const *)p->frames,
                         .nframes = p->nframes,
                         .phase = p->phase,
@@ -1607,6 +1610,23 @@ static void primary_differential(build_t *b) {
   if (!c) return;
   d->ndifferential = differential(b, &fp, p->rule, true, c, DDX_MAX_CANDIDATES);
   d->differential = c;
+  /* a bare RuntimeError in torch.save is a checkpoint-save failure: a
+   * catch-all primary yields to a class that surfaces as generic
+   * exceptions when its clues come close */
+  if (!p->inferred && !p->fallback && p->role == DDX_ROLE_CAUSE &&
+      p->rule->priority < DDX_CATCHALL_PRIORITY)
+    for (size_t k = 1; k < d->ndifferential; k++) {
+      if (!c[k].rule->via_generic || c[k].decisive || c[k].score < YIELD_RATIO * c[0].score)
+        continue;
+      ddx_incident_t *pm = &b->incs[0];
+      pm->rule = c[k].rule;
+      pm->inferred = true;
+      pm->confidence = c[k].score;
+      ddx_candidate_t lead = c[k];
+      memmove(c + 1, c, k * sizeof *c);
+      c[0] = lead;
+      break;
+    }
   if (d->ndifferential < 2 || c[1].score < 0.05) return;
   const ddx_rule_t *x = c[0].rule, *y = c[1].rule;
   const char *fx = x->fingerprint ? x->fingerprint : x->title;

@@ -503,7 +503,8 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       "trigger",    "anchor",   "summary",        "mechanism",     "symptoms",    "affects",
       "checklist",  "fix",      "verify",         "prevention",    "fingerprint", "related",
       "references", "missing",  "config_patches", "samples",       "min_count",   "headline",
-      "$schema",    "clues",    "prior",          "inferred_only", "marker",      NULL};
+      "$schema",    "clues",    "prior",          "inferred_only", "marker",      "via_generic",
+      NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
   static const char *const sevs[] = {"info", "warning", "error", NULL};
@@ -539,6 +540,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   r->min_count = (uint32_t)mc;
 
   if ((rc = get_bool(lc, root, "inferred_only", false, &r->inferred_only))) return rc;
+  if ((rc = get_bool(lc, root, "via_generic", false, &r->via_generic))) return rc;
   if (json_object_get(root, "marker")) {
     static const char *const markers[] = {"checkpoint", NULL};
     int mk;

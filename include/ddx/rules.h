@@ -134,6 +134,10 @@ typedef struct ddx_rule {
   double prior;       /* relative base rate among real failures (default 1) */
   bool inferred_only; /* no signatures: the engine raises it for a traceback
                          cut before its error line that no clue places */
+  bool via_generic;   /* "via_generic": its failures often surface as a generic
+                         exception (ValueError, RuntimeError, ...) whose frames
+                         say where: a catch-all primary yields to it when its
+                         clues are strong */
   bool marker;        /* "marker": "checkpoint": its events are saved
                          checkpoints, never incidents; the last one before a
                          failure began is where to resume */

@@ -20,7 +20,8 @@ static const char *phases_json =
     "{\"phases\": ["
     "{\"id\": \"gather\", \"title\": \"ZeRO-3 gather\", \"frames\": [\":fetch_sub_module$\"]},"
     "{\"id\": \"forward\", \"title\": \"forward\", \"frames\": [\"models/.*:forward$\"]},"
-    "{\"id\": \"serving-init\", \"title\": \"engine start\", \"frames\": [\"vllm/.*:__init__$\"]}"
+    "{\"id\": \"serving-init\", \"title\": \"engine start\", \"frames\": [\"vllm/.*:__init__$\"]},"
+    "{\"id\": \"save\", \"title\": \"checkpoint save\", \"frames\": [\":_save$\"]}"
     "]}";
 
 static const char *rules_json[] = {
@@ -66,6 +67,11 @@ static const char *rules_json[] = {
     "\"role\": \"cause\", \"priority\": 2, "
     "\"signatures\": [{\"regex\": \"\\\\b[A-Z]\\\\w*Error: (?<message>.*)\", \"literals\": "
     "[\"Error: \"]}]}",
+
+    "{\"id\": \"t.save\", \"title\": \"save failure\", " RULE_HEAD
+    "\"role\": \"cause\", \"priority\": 50, \"via_generic\": true, "
+    "\"signatures\": [{\"regex\": \"No space left on device\", \"literals\": [\"No space left\"]}],"
+    "\"clues\": [{\"id\": \"s\", \"phase\": \"save\", \"weight\": 2.5, \"why\": \"saving\"}]}",
 
     "{\"id\": \"t.cut\", \"title\": \"cut traceback\", " RULE_HEAD
     "\"role\": \"cause\", \"priority\": 1, \"inferred_only\": true, \"signatures\": []}",
@@ -134,7 +140,7 @@ static const char *primary(const run_t *r) {
 }
 
 static void test_phase_table(const ddx_catalog_t *cat) {
-  CHECK_EQ_INT(cat->nphases, 3);
+  CHECK_EQ_INT(cat->nphases, 4);
   const ddx_phase_t *p = ddx_catalog_phase_of(cat, "/x/zero/coordinator.py", "fetch_sub_module");
   CHECK(p && !strcmp(p->id, "gather"));
   CHECK(ddx_catalog_phase_of(cat, "/x/models/llama.py", "forward") != NULL);
@@ -310,6 +316,28 @@ static void test_cut_traceback(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_yield_to_specific(const ddx_catalog_t *cat) {
+  run_t r;
+  /* a bare exception inside a checkpoint save: the save class, inferred */
+  run(&r, cat,
+      "Traceback (most recent call last):\n  File \"/w/train.py\", line 1, in <module>\n"
+      "  File \"/e/site-packages/torch/serialization.py\", line 9, in _save\n"
+      "RuntimeError: write failed\n");
+  CHECK_EQ_STR(primary(&r), "t.save");
+  CHECK(r.d.incidents[0].inferred);
+  CHECK_EQ_STR(r.d.differential[0].rule->id, "t.save");
+  done(&r);
+  /* a bare exception in forward: an OOM class (not via_generic) never
+   * takes over; the exception stands, the OOM is only "also possible" */
+  run(&r, cat,
+      "Traceback (most recent call last):\n  File \"/w/train.py\", line 1, in <module>\n"
+      "  File \"/e/site-packages/x/models/llama.py\", line 9, in forward\n"
+      "TypeError: bad argument\n");
+  CHECK_EQ_STR(primary(&r), "t.exc");
+  CHECK(!r.d.incidents[0].inferred);
+  done(&r);
+}
+
 static void test_relation(const ddx_catalog_t *cat) {
   run_t r;
   const char *start =
@@ -377,6 +405,7 @@ int main(void) {
   test_frame_dialects(cat);
   test_cut_traceback(cat);
   test_relation(cat);
+  test_yield_to_specific(cat);
   test_resume_and_warnings(cat);
   ddx_catalog_free(cat);
   CHECK_DONE();
