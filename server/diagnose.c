@@ -940,6 +940,9 @@ typedef struct failure_point {
   const ddx_phase_t *phase;
   uint32_t input;
   int32_t rank;
+  bool tokens_touch; /* a token or a relation alone makes a class a
+                        candidate (the failure's class is open: a cut
+                        traceback), not only beside frame or phase evidence */
 } failure_point_t;
 
 /* Evidence in words, collected into the diagnosis arena. */
@@ -1047,7 +1050,8 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
     }
     if (!hit) continue;
     sc += cl->weight;
-    if (cl->weight > 0) touched = true;
+    bool weak = cl->kind == DDX_CLUE_TOKEN || cl->kind == DDX_CLUE_RELATION;
+    if (cl->weight > 0 && (!weak || fp->tokens_touch)) touched = true;
     words_add(d, cl->weight > 0 ? pro : con, what ? "%s (%s)" : "%s", cl->why, what);
   }
   if (touched && !*decisive) words_add(d, con, "no decisive line of its own in the text", 0, 0);
@@ -1116,8 +1120,11 @@ static size_t differential(build_t *b, const failure_point_t *fp, const ddx_rule
 
 /* A failure point for a traceback group. */
 static failure_point_t group_point(const ddx_catalog_t *cat, const tb_group_t *g) {
-  failure_point_t fp = {
-      .frames = g->frames.data, .nframes = g->frames.len, .input = g->input, .rank = g->rank};
+  failure_point_t fp = {.frames = g->frames.data,
+                        .nframes = g->frames.len,
+                        .input = g->input,
+                        .rank = g->rank,
+                        .tokens_touch = true};
   fp.phase = frames_phase(cat, fp.frames, fp.nframes);
   return fp;
 }
@@ -1605,7 +1612,8 @@ static void primary_differential(build_t *b) {
                         .nframes = p->nframes,
                         .phase = p->phase,
                         .input = p->hit->input,
-                        .rank = p->rank};
+                        .rank = p->rank,
+                        .tokens_touch = p->inferred};
   ddx_candidate_t *c = ddx_arena_alloc(&d->arena, DDX_MAX_CANDIDATES * sizeof *c);
   if (!c) return;
   d->ndifferential = differential(b, &fp, p->rule, true, c, DDX_MAX_CANDIDATES);

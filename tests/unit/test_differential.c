@@ -338,6 +338,16 @@ static void test_yield_to_specific(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+static void test_tokens_alone(const ddx_catalog_t *cat) {
+  run_t r;
+  /* a decided primary (here a hang) gets no candidate from a token alone */
+  run(&r, cat, "ds_summary printed\n 5/100 [00:01, 10it/s]\n 6/100 [00:02, 10it/s]\n");
+  CHECK_EQ_STR(primary(&r), "t.progress");
+  for (size_t i = 0; i < r.d.ndifferential; i++)
+    CHECK(strcmp(r.d.differential[i].rule->id, "t.assert") != 0);
+  done(&r);
+}
+
 static void test_relation(const ddx_catalog_t *cat) {
   run_t r;
   const char *start =
@@ -406,6 +416,7 @@ int main(void) {
   test_cut_traceback(cat);
   test_relation(cat);
   test_yield_to_specific(cat);
+  test_tokens_alone(cat);
   test_resume_and_warnings(cat);
   ddx_catalog_free(cat);
   CHECK_DONE();
