@@ -1455,7 +1455,7 @@ static void resolve_rank(build_t *b) {
   ddx_rankset_t cand = {0};
   int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, p, &f, &cand) : -1;
   if (comp >= 0) add_evidence(&ev, &f, "complement", comp, f.hi > 0 ? 0.8 : 0.75, true);
-  qsort(ev.data, ev.len, sizeof(ddx_rank_evidence_t), cmp_evidence);
+  if (ev.len > 1) qsort(ev.data, ev.len, sizeof(ddx_rank_evidence_t), cmp_evidence);
   const ddx_rank_evidence_t *e = ev.data;
   int32_t rank = -1;
   bool conflict = false;

@@ -62,7 +62,9 @@ Options (see --help for the full list):
 import argparse
 import base64
 import json
+import os
 import random
+import re
 import sys
 from datetime import datetime, timedelta
 
@@ -75,10 +77,18 @@ KINDS = {
     "nccl-system": "nccl.system-error",
     "segfault": "proc.segfault",
 }
+# kinds only the rank cases use (not in the default grid's --kinds list)
+EXTRA_KINDS = {
+    "assert": "py.assertion",  # a user's data/loss check on one rank (single raiser)
+}
+CLASSES = dict(KINDS, **EXTRA_KINDS)
 DIALECTS = ("rank", "tee", "pdsh", "srun", "mpirun", "none")
+# rank cases (--prefix ...): how a rank's lines are prefixed, when the cause line carries no global rank
+PREFIXES = ("label", "host", "local", "host-local", "task", "task-local", "bare", "rank-all")
+NPN = 8  # nproc_per_node: every node runs 8 ranks, rank = node * 8 + local_rank
 TORCH_VERSIONS = ("1.12", "1.13", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6")
 ALL_RANK_KINDS = ("loss-scale", "batch-assert")  # every rank raises; first in time initiates
-EXC_KINDS = ("oom", "ds-oom", "loss-scale", "batch-assert", "nccl-system")  # a Python exception
+EXC_KINDS = ("oom", "ds-oom", "loss-scale", "batch-assert", "nccl-system", "assert")  # a Python exception
 DS_KINDS = ("ds-oom", "loss-scale", "batch-assert")
 
 ESC = "\x1b"
@@ -215,6 +225,97 @@ class Job:
                          "mpirun": "mpirun", "none": o.none_launcher}[o.dialect]
         self.exit = {}  # rank -> (time, exitcode)
         self.sampled = set()
+        self.rc = getattr(o, "rc", False)
+        if self.rc:
+            self.rc_init()
+
+    # ---- rank cases: identity as the prefixes show it
+    def rc_init(self):
+        o, rng = self.o, self.rng
+        self.launcher = o.launcher
+        self.scheme = o.prefix
+        self.task_w = len(str(self.nnodes - 1))
+        # srun task id of the node whose torchrun group_rank is n: the same with a static rendezvous
+        # (--node_rank=$SLURM_NODEID), arrival order with c10d
+        self.task_of = list(range(self.nnodes))
+        if o.node_order == "c10d" and self.multi and o.outer == "srun" and self.launcher == "torchrun":
+            rng.shuffle(self.task_of)
+        if o.skew_one:
+            self.offset[self.fnode] += o.skew_one
+        self.facts = []  # (group, node): layout lines as printed
+        self.records = []  # launcher failure records (R3 in knowability)
+        self.notes = []
+        self.silent = set()
+        self.cause_local = None  # a local rank the cause block names in its text (GPU N, Process N)
+        self.node_exit = {}  # node -> time its launcher process (torchrun / spawn parent) exits
+
+    def rc_parts(self, src):
+        """What a rank-case line's prefix (or file) shows: host, task (srun node task), label (srun task =
+        global rank), local ([defaultN]), file."""
+        p = {}
+        if src[0] == "plain":
+            return p
+        r = src[1] if src[0] == "rank" else None
+        n = self.node(r) if r is not None else src[1]
+        sc = self.scheme
+        if self.o.files:
+            if self.launcher == "srun":
+                if r is not None:
+                    p["file"] = ("rank", r)
+            else:
+                p["file"] = ("task", self.task_of[n])
+        else:
+            if sc in ("host", "host-local"):
+                p["host"] = self.host(n)
+            if sc in ("task", "task-local"):
+                p["task"] = self.task_of[n]
+            if sc == "label" and r is not None:
+                p["label"] = r
+        if r is not None and sc in ("local", "host-local", "task-local"):
+            p["local"] = self.local(r)
+        return p
+
+    @staticmethod
+    def group_of(p):
+        for k in ("host", "task", "file"):
+            if p.get(k) is not None:
+                return (k, p[k])
+        return None
+
+    def rc_prefix(self, src):
+        p = self.rc_parts(src)
+        s = ""
+        if "host" in p:
+            s += "%s: " % p["host"]
+        if "task" in p:
+            s += "%*d: " % (self.task_w, p["task"])
+        if "label" in p:
+            s += "%*d: " % (len(str(self.W - 1)), p["label"])
+        if "local" in p:
+            s += "[default%d]:" % p["local"]
+        return s
+
+    def file_of(self, src):
+        if not self.o.files:
+            return None
+        if src[0] == "plain":
+            return "slurm-%d.out" % self.jobid
+        if self.launcher == "srun":
+            return "slurm-%d-%d.out" % (self.jobid, src[1])
+        n = self.node(src[1]) if src[0] == "rank" else src[1]
+        return "slurm-%d-%d.out" % (self.jobid, self.task_of[n])
+
+    def all_files(self):
+        if self.launcher == "srun":
+            return ["slurm-%d-%d.out" % (self.jobid, r) for r in range(self.W)]
+        return ["slurm-%d-%d.out" % (self.jobid, t) for t in range(self.nnodes)]
+
+    def fact(self, src, node):
+        """A layout line printed under src's prefix ties that prefix's group to a node."""
+        if self.rc:
+            g = self.group_of(self.rc_parts(src))
+            if g is not None:
+                self.facts.append((g, node))
 
     # ---- identity
     def node(self, r):
@@ -534,6 +635,32 @@ class Job:
                "* gradient_acc_step * world_size %d != %d * %d * %d" % (tb, mb, ga, dp))
         return fr, [msg]
 
+    def assert_frames(self, step):
+        """A user's own check on one rank (data- or state-dependent): py.assertion."""
+        rng = self.rng
+        s = "%s/%s" % (self.workdir, self.script)
+        if rng.random() < 0.5:
+            fr = self.entry_frames("train_one_epoch(model, loader, optimizer, epoch)")
+            fr.append(self.fr(s, rng.randrange(120, 199), "train_one_epoch",
+                              'assert n_tok == args.tokens_per_step, f"packed batch has {n_tok} tokens, '
+                              'expected {args.tokens_per_step}"'))
+            want = rng.choice([4096, 8192, 16384])
+            return fr, ["AssertionError: packed batch has %d tokens, expected %d" % (want - rng.randrange(1, 2000), want)]
+        fr = self.entry_frames("for step, batch in enumerate(loader):")
+        fr += [self.sp_fr("torch/utils/data/dataloader.py", rng.choice([628, 631, 701]), "__next__",
+                          "data = self._next_data()"),
+               self.sp_fr("torch/utils/data/dataloader.py", rng.choice([671, 675, 757]), "_next_data",
+                          "data = self._dataset_fetcher.fetch(index)  # may raise StopIteration"),
+               self.sp_fr("torch/utils/data/_utils/fetch.py", 51, "fetch",
+                          "data = [self.dataset[idx] for idx in possibly_batched_index]"),
+               self.sp_fr("torch/utils/data/_utils/fetch.py", 51, "<listcomp>",
+                          "data = [self.dataset[idx] for idx in possibly_batched_index]"),
+               self.fr("%s/data.py" % self.workdir, rng.randrange(60, 140), "__getitem__",
+                       'assert len(ids) <= self.max_len, f"sample {idx}: {len(ids)} tokens > max_len {self.max_len}"')]
+        ml = rng.choice([2048, 4096, 8192])
+        return fr, ["AssertionError: sample %d: %d tokens > max_len %d" % (rng.randrange(0, 2000000),
+                                                                          ml + rng.randrange(1, 900), ml)]
+
     def nccl_frames(self, at_init, remote=False):
         rng = self.rng
         if at_init:
@@ -722,6 +849,8 @@ class Job:
                           "deepspeed.launcher.launch --world_info=%s --node_rank=%%n --master_addr=%s --master_port=29500 "
                           "%s %s" % (",".join(self.hosts), self.workdir, self.workdir, self.pybin,
                                      b64, self.host(0), self.script, " ".join(self.script_args))), "stdout")
+                if self.rc:  # the -w list is in node_rank order
+                    self.facts += [(("host", self.host(n)), n) for n in range(self.nnodes)]
             else:
                 self.emit(t, ("plain",), self.ds_log(0, t, "WARNING", "runner.py:202:fetch_hostfile",
                                                      "Unable to find hostfile, will proceed with training with local resources only."), "stdout")
@@ -744,6 +873,7 @@ class Job:
                 if show in ("nnodes", "both"):
                     ln.append(self.ds_log(n, tn, "INFO", "launch.py:%d:main" % lnum[2],
                                           "nnodes=%d, num_local_procs=8, node_rank=%d" % (self.nnodes, n)))
+                    self.fact(src, n)
                 if show == "both":
                     m = {h: list(range(i * 8, i * 8 + 8)) for i, h in enumerate(wi)}
                     ln.append(self.ds_log(n, tn, "INFO", "launch.py:%d:main" % lnum[3],
@@ -789,6 +919,7 @@ class Job:
                              "  role_world_sizes=%s" % ([self.W] * 8), "  global_world_sizes=%s" % ([self.W] * 8), ""]
                     for i, x in enumerate(block):
                         self.emit(tr + i * 0.0001, src, x)
+                    self.fact(src, n)
         elif self.launcher == "mpirun" and rng.random() < 0.5:
             n = self.visible[rng.randrange(len(self.visible))]
             for i, x in enumerate(["-" * 74, "WARNING: There was an error initializing an OpenFabrics device.", "",
@@ -962,7 +1093,7 @@ class Job:
                          "%s Timeout at NCCL work: %d, last enqueued NCCL work: %d, last completed NCCL work: %d." % (
                              self.pg_prefix(r, pg, desc), seq, seq, seq - 1))
         if not full:
-            self.emit_lines(tt, src, lines, dt=0.0002)
+            self.emit_lines(tt, src, lines, dt=0.0002, wd=True)
             return t + rng.uniform(0.05, 0.4)
         if tv >= (2, 3):
             rp = "[Rank %d]" % r
@@ -1000,14 +1131,14 @@ class Job:
                       "frame #4: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in /usr/lib/x86_64-linux-gnu/libstdc++.so.6)",
                       "frame #5: <unknown function> + 0x8609 (0x7f3c74f76609 in /usr/lib/x86_64-linux-gnu/libpthread.so.0)",
                       "frame #6: clone + 0x43 (0x7f3c750b0353 in /usr/lib/x86_64-linux-gnu/libc.so.6)", ""]
-        self.emit_lines(tt, src, lines, dt=0.0003)
+        self.emit_lines(tt, src, lines, dt=0.0003, wd=True)
         return t + rng.uniform(0.2, 1.5)
 
     def remote_error(self, r, t):
         """A rank whose NCCL peer vanished raises ncclRemoteError (collateral)."""
         fr, exc = self.nccl_frames(False, remote=True)
         lines = self.traceback(fr, exc)
-        self.emit_lines(t, ("rank", r), lines, dt=0.0004, hook=True)
+        self.emit_lines(t, ("rank", r), lines, dt=0.0004, hook=True, coll=True)
         return t + self.rng.uniform(0.3, 2)
 
     def waiter_plan(self, t_fail, kill_local):
@@ -1103,7 +1234,7 @@ class Job:
     def rid(self, n):
         return "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz0123456789_") for _ in range(n))
 
-    def torchrun_node(self, node, exits, interval, show_table, root_pref=None, record=None):
+    def torchrun_node(self, node, exits, interval, show_table, root_pref=None, record=None, notice_min=None):
         """The torchrun agent of one node after the first child failure. exits: {rank: (time, exitcode)}."""
         rng = self.rng
         ranks = range(node * 8, node * 8 + 8)
@@ -1112,6 +1243,8 @@ class Job:
             return None
         t_first = failed[0][0]
         t_notice = t_first + rng.uniform(0.02, interval)
+        if notice_min is not None:
+            t_notice = max(t_notice, notice_min)
         fails = [(r, exits[r][1], tt) for tt, r in failed if tt <= t_notice]
         src = ("agent", node)
         t = t_notice
@@ -1126,6 +1259,8 @@ class Job:
         else:
             root = fails[0]
         t += rng.uniform(0.3, 3.0)
+        if self.rc:
+            return self.torchrun_node_rc(node, t, t_notice, fails, root, show_table, record)
         self.emit(t, src, self.agent_line("E", node, t, "failed (exitcode: %d) local_rank: %d (pid: %d) of binary: %s" % (
             root[1], self.local(root[0]), self.pid(root[0]), self.pybin)), key_agent=(root[0] == self.F))
         if show_table:
@@ -1133,6 +1268,38 @@ class Job:
             fl = [(r, ec, (tt if record else poll)) for r, ec, tt in fails]
             rt = [f for f in fl if f[0] == root[0]][0]
             self.table(node, t + 0.01, fl, rt, record if (record and root[0] == self.F) else None)
+        return root[0]
+
+    def torchrun_node_rc(self, node, t, t_notice, fails, root, show_table, record):
+        """Rank cases: torchrun's first failure is min(failures, key=timestamp) in whole seconds (the error
+        file's time for a Python exception under @record, else the poll), a tie going to the lowest local
+        rank; the summary may be left out (--launcher-summary off)."""
+        o = self.o
+        src = ("agent", node)
+
+        def ts(f):
+            return f[2] if (o.record and f[1] == 1) else t_notice
+
+        def sec(f):
+            return int(self.clock(node, ts(f)).timestamp())
+        if len(fails) > 1 and not (o.root_cause == "other" and o.kind in ALL_RANK_KINDS):
+            root = min(fails, key=lambda f: (sec(f), self.local(f[0])))
+        reliable = all(sec(f) > sec(root) for f in fails if f is not root)
+        self.node_exit[node] = t + 0.05
+        if not o.launcher_summary:
+            return root[0]
+        self.emit(t, src, self.agent_line("E", node, t, "failed (exitcode: %d) local_rank: %d (pid: %d) of binary: %s" % (
+            root[1], self.local(root[0]), self.pid(root[0]), self.pybin)), key_agent=(root[0] == self.F))
+        # the failed line alone does not show whether other failures were folded into the same poll
+        self.records.append({"t": t, "src": src, "rank": None, "local": self.local(root[0]), "ec": root[1],
+                             "reliable": reliable and (len(fails) == 1 or show_table), "what": "failed line"})
+        if show_table:
+            fl = [(r, ec, ts((r, ec, tt))) for r, ec, tt in fails]
+            rt = [f for f in fl if f[0] == root[0]][0]
+            self.table(node, t + 0.01, fl, rt, record if (record and root[0] == self.F) else None)
+            self.records.append({"t": t + 0.01, "src": src, "rank": root[0], "local": self.local(root[0]),
+                                 "ec": root[1], "reliable": reliable, "what": "table"})
+            self.fact(src, node)  # the table names the node's global ranks
         return root[0]
 
     # ------------------------------------------------------------ the failure
@@ -1244,6 +1411,8 @@ class Job:
             record_exc = lines[1:]
             # echoes: peers see the broken connection a little later
             n_echo = min(self.W - 1, rng.randrange(1, 4))
+            if self.rc:
+                n_echo = 0  # rank cases: one raiser
             for k in range(n_echo):
                 r = self.pick_other(prefer_node=None, avoid=raisers)
                 te = raisers[F] + rng.uniform(0.5, 20)
@@ -1271,6 +1440,12 @@ class Job:
             raisers[F] = t0
         elif kind == "host-oom":
             raisers[F] = t0  # the victim prints nothing
+        elif kind == "assert":
+            fr, exc = self.assert_frames(step)
+            lines = self.traceback(fr, exc)
+            self.emit_lines(t0, fsrc, lines, dt=0.0004, key=len(lines) - 1, hook=hook, tb=True)
+            raisers[F] = self.last_t(F)
+            record_exc = lines[1:]
         # ---- exits of the raisers
         if kind in ("segfault", "host-oom"):
             exits[F] = (t0 + 0.01, -11 if kind == "segfault" else -9)
@@ -1285,6 +1460,10 @@ class Job:
                     # raisers leave after the initiator did (the launcher's root cause is the initiator
                     # unless --root-cause other moves one of them first, below)
                     exits[r] = (max(tr + rng.uniform(0.2, 1.5), tf + rng.uniform(0.01, 0.5)), 1)
+        if self.rc and o.kind in ("oom", "ds-oom") and not o.nogpu:
+            self.cause_local = self.local(F)  # "GPU N" in the message
+        if self.rc and self.launcher == "spawn":
+            record_exc = self.spawn_cause(kind)
         self.collateral(t0, raisers, kill, record_exc)
         self.tail()
 
@@ -1352,8 +1531,12 @@ class Job:
             others = [r for r in plan if self.node(r) != self.fnode]
             for r in rng.sample(others, min(len(others), rng.randrange(1, 4))):
                 te = t0 + rng.uniform(1, 30)
+                if self.rc:  # after the initiator's node reported it (the launcher's first failure stays the initiator)
+                    te = max(te, exits[F][0] + 6.0 + rng.uniform(0, 3))
                 exits[r] = (self.remote_error(r, te), 1)
                 plan.pop(r, None)
+        if self.rc:
+            self.rc_collateral(plan, tw, exits)
         if plan:
             aborts = self.run_waiters(plan, tw)
             for r, ta in aborts.items():
@@ -1362,6 +1545,7 @@ class Job:
         # ---- launchers
         if launcher == "torchrun":
             interval = 5.0 if vt(self.P["v"]) <= (1, 13) else 0.1 * rng.choice([1, 5, 10, 50])
+            notice_min = self.table_multi_peers(exits, interval) if (self.rc and o.table_multi) else None
             nodes = [self.fnode] + [n for n in self.visible if n != self.fnode]
             shown_tables = 0
             self.root_rank = None
@@ -1369,7 +1553,8 @@ class Job:
                 rp = root_pref if n == self.fnode else None
                 rec = record_exc if (o.record and n == self.fnode) else None
                 show = o.table and (n == self.fnode or shown_tables < 3)
-                rr = self.torchrun_node(n, exits, interval, show, root_pref=rp, record=rec)
+                rr = self.torchrun_node(n, exits, interval, show, root_pref=rp, record=rec,
+                                        notice_min=notice_min if n == self.fnode else None)
                 if n == self.fnode:
                     self.root_rank = rr
                 if show and rr is not None:
@@ -1385,12 +1570,16 @@ class Job:
                 first = [r for tt, r in failed if tt <= t]
                 rc = exits[rng.choice(first)][1]
                 src = ("launcher", n)
+                summ = not self.rc or o.launcher_summary
                 for r in ranks:
-                    self.emit(t, src, self.ds_log(n, t, "INFO", "launch.py:%d:sigkill_handler" % (
-                        316 if vt(self.ds_ver) >= (0, 10) else 131), "Killing subprocess %d" % self.pid(r)), "stdout")
+                    if summ:
+                        self.emit(t, src, self.ds_log(n, t, "INFO", "launch.py:%d:sigkill_handler" % (
+                            316 if vt(self.ds_ver) >= (0, 10) else 131), "Killing subprocess %d" % self.pid(r)), "stdout")
                     t += rng.uniform(0.0005, 0.003)
                     if r not in exits:
                         exits[r] = (t, -15)
+                if not summ:
+                    continue
                 cmd = [self.pybin, "-u", self.script, "--local_rank=7"] + self.script_args
                 self.emit(t + 0.002, src, self.ds_log(n, t, "ERROR", "launch.py:%d:sigkill_handler" % (
                     322 if vt(self.ds_ver) >= (0, 10) else 137), "%s exits with return code = %d" % (cmd, rc)), "stdout",
@@ -1399,10 +1588,147 @@ class Job:
                     self.emit(t + rng.uniform(0.05, 0.5), ("plain",), "pdsh@%s: %s: ssh exited with exit code %d" % (
                         self.host(0), self.host(n), rc & 255))
         elif launcher == "srun":
-            self.srun_tail(exits, kill)
+            if not self.rc or o.launcher_summary:
+                self.srun_tail(exits, kill)
         elif launcher == "mpirun":
             self.mpirun_tail(exits, kill)
+        elif launcher == "spawn":
+            self.spawn_tail(exits)
+        if self.rc:
+            self.outer_tail()
         self.final_t = max([e[0] for e in self.events] + [t0]) + 1
+
+    # ------------------------------------------------------------ rank cases: collateral pieces
+    def rc_collateral(self, plan, tw, exits):
+        """--silent-peers: look-alikes of the initiator (same local rank elsewhere when the cause shows its
+        local rank, else the same node) whose output is missing from the paste."""
+        o, rng = self.o, self.rng
+        if not o.silent_peers or not plan:
+            return
+        gives_local = self.scheme in ("local", "host-local", "task-local") or self.launcher == "spawn" or \
+            self.cause_local is not None
+        if gives_local:
+            look = sorted(r for r in plan if self.local(r) == self.flocal)
+        else:
+            look = sorted(r for r in plan if self.node(r) == self.fnode)
+        pick = rng.sample(look, min(len(look), o.silent_peers))
+        if len(pick) < o.silent_peers:
+            rest = sorted(set(plan) - set(pick))
+            pick += rng.sample(rest, min(len(rest), o.silent_peers - len(pick)))
+        for r in pick:
+            plan.pop(r)
+            self.silent.add(r)
+            exits[r] = (tw + rng.uniform(0.05, 1.0), -6)
+
+    def table_multi_peers(self, exits, interval):
+        """--table multi: node-local peers of the initiator lose their NCCL peer and fail within the agent's
+        poll; returns the earliest time the agent may notice (all of them in one poll)."""
+        rng = self.rng
+        F = self.F
+        peers = [r for r in range(self.fnode * 8, self.fnode * 8 + 8) if r != F and r not in self.exit]
+        tF = exits[F][0]
+        last = tF
+        for r in rng.sample(peers, min(len(peers), rng.randrange(2, 4))):
+            end = self.remote_error(r, tF + rng.uniform(0.05, 0.9))
+            exits[r] = (end, 1)
+            last = max(last, end)
+        return last + rng.uniform(0.01, 0.1)
+
+    def spawn_frames(self):
+        t = vt(self.P["v"])
+        a, b, c, w = ((230, 188, 150, 69) if t <= (1, 13) else (239, 197, 160, 69) if t <= (2, 1) else
+                      (241, 197, 158, 68) if t <= (2, 3) else (328, 284, 203, 90))
+        sp = self.sp + "/torch/multiprocessing/spawn.py"
+        if not hasattr(self, "spawn_main_line"):
+            self.spawn_main_line = self.rng.randrange(380, 460)
+        head = ["Traceback (most recent call last):",
+                '  File "%s/%s", line %d, in <module>' % (self.workdir, self.script, self.spawn_main_line),
+                "    mp.spawn(main, args=(args,), nprocs=%d, join=True)" % NPN,
+                '  File "%s", line %d, in spawn' % (sp, a),
+                '    return start_processes(fn, args, nprocs, join, daemon, start_method="spawn")',
+                '  File "%s", line %d, in start_processes' % (sp, b),
+                "    while not context.join():",
+                '  File "%s", line %d, in join' % (sp, c)]
+        wrap = ['  File "%s", line %d, in _wrap' % (sp, w), "    fn(i, *args)"]
+        return head, wrap
+
+    def spawn_cause(self, kind):
+        """mp.spawn: the child's exception reaches the parent through the error file; the parent prints it as
+        ProcessRaisedException "-- Process N terminated with the following error:" (N = spawn index = local
+        rank) and terminates the node's other children. A segfault: the child's faulthandler dump, then the
+        parent's ProcessExitedException (spawn_tail)."""
+        F, rng = self.F, self.rng
+        if kind == "segfault":
+            return None
+        evs = sorted([e for e in self.events if e[2] == ("rank", F) and e[5].get("tb")], key=lambda e: (e[0], e[1]))
+        gone = {id(e) for e in evs}
+        self.events = [e for e in self.events if id(e) not in gone]
+        lines = [e[4] for e in evs]
+        ki = [i for i, e in enumerate(evs) if e[5].get("key")][0]
+        head, wrap = self.spawn_frames()
+        child = ["Traceback (most recent call last):"] + wrap + lines[3:]  # _wrap calls main(i, *args): no <module>
+        block = head + ["    raise ProcessRaisedException(msg, error_index, failed_process.pid)",
+                        "torch.multiprocessing.spawn.ProcessRaisedException: ", "",
+                        "-- Process %d terminated with the following error:" % self.flocal] + child
+        key = len(block) - len(child) + ki
+        t = self.exit[F][0] + rng.uniform(0.01, 0.3)
+        end = self.emit_lines(t, ("spawn", self.fnode), block, dt=0.0001, key=key, spawn=True)
+        self.cause_local = self.flocal
+        for r in range(self.fnode * 8, self.fnode * 8 + 8):
+            if r not in self.exit:
+                self.exit[r] = (t - 0.001, -15)  # terminated by the parent before it raises
+        self.node_exit[self.fnode] = end + 0.05
+        return None
+
+    def spawn_tail(self, exits):
+        """The spawn parents of the other (visible) nodes: the first child to die (a watchdog abort) is reported
+        as ProcessExitedException; a segfaulting initiator's parent reports SIGSEGV."""
+        rng = self.rng
+        names = {6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+        for n in [self.fnode] + [x for x in self.visible if x != self.fnode]:
+            if n in self.node_exit:
+                continue
+            ranks = range(n * 8, n * 8 + 8)
+            failed = sorted((exits[r][0], r) for r in ranks if r in exits and exits[r][1] != 0)
+            if not failed:
+                continue
+            tt, r = failed[0]
+            ec = exits[r][1]
+            t = tt + rng.uniform(0.01, 0.3)
+            for x in ranks:
+                if x not in exits:
+                    exits[x] = (t - 0.001, -15)
+            head, _ = self.spawn_frames()
+            msg = ("process %d terminated with signal %s" % (self.local(r), names.get(-ec, "SIG%d" % -ec)) if ec < 0
+                   else "process %d terminated with exit code %d" % (self.local(r), ec))
+            src = ("spawn", n)
+            # a child that died of a watchdog abort is collateral; SIGSEGV / exit 1 is the failure itself
+            end = self.emit_lines(t, src, head + ["    raise ProcessExitedException(",
+                                                 "torch.multiprocessing.spawn.ProcessExitedException: " + msg],
+                                  dt=0.0001, spawn_exit=self.local(r) if ec not in (1, -11) else None)
+            if ec in (1, -11):
+                self.records.append({"t": end, "src": src, "rank": None, "local": self.local(r), "ec": ec,
+                                     "reliable": True, "what": "spawn"})
+            self.node_exit[n] = end + 0.05
+
+    def outer_tail(self):
+        """srun (no --kill-on-bad-exit: each task is reported as it exits) or pdsh around the node launchers."""
+        o, rng = self.o, self.rng
+        if not o.launcher_summary or o.outer is None or self.launcher in ("srun", "deepspeed"):
+            return
+        for n, t in sorted(self.node_exit.items(), key=lambda kv: kv[1]):
+            t2 = t + rng.uniform(0.1, 1.0)
+            if o.outer == "srun":
+                self.emit(t2, ("plain",), "srun: error: %s: task %d: Exited with exit code 1" % (
+                    self.host(n), self.task_of[n]))
+            else:
+                self.emit(t2, ("plain",), "pdsh@%s: %s: ssh exited with exit code 1" % (self.host(0), self.host(n)))
+
+    def srun_rec(self, t, n, rs, ec):
+        if self.rc:
+            self.facts.append((("host", self.host(n)), n))
+            self.records.append({"t": t, "src": ("plain",), "ranks": list(rs), "ec": ec, "reliable": True,
+                                 "what": "srun"})
 
     def srun_tail(self, exits, kill):
         rng = self.rng
@@ -1426,6 +1752,7 @@ class Job:
                 self.emit(t, ("plain",), "srun: error: %s: task%s %s: %s" % (
                     self.host(n), "s" if len(rs) > 1 else "", ranges(rs), desc.get(ec, "Exited with exit code %d" % ec)),
                     key_agent=self.F in rs)
+                self.srun_rec(t, n, rs, ec)
                 t += 0.001
             self.emit(t + 0.01, ("plain",), "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
             d = self.clock(0, t + 0.02)
@@ -1437,6 +1764,7 @@ class Job:
                 if rs:
                     self.emit(t, ("plain",), "srun: error: %s: task%s %s: Terminated" % (
                         self.host(n), "s" if len(rs) > 1 else "", ranges(rs)))
+                    self.srun_rec(t, n, rs, -15)
                     t += 0.001
                 for r in rs:
                     exits.setdefault(r, (t, -15))
@@ -1453,6 +1781,7 @@ class Job:
                 tt = items[0][0] + 0.2
                 self.emit(tt, ("plain",), "srun: error: %s: task%s %s: %s" % (
                     self.host(n), "s" if len(rs) > 1 else "", ranges(rs), desc.get(ec, "Exited with exit code %d" % ec)))
+                self.srun_rec(tt, n, rs, ec)
                 t = max(t, tt)
             t += rng.uniform(600, 3600)
             d = self.clock(0, t)
@@ -1514,6 +1843,8 @@ class Job:
 
     # ------------------------------------------------------------ rendering
     def prefix(self, src, stream):
+        if self.rc:
+            return self.rc_prefix(src)
         d = self.o.dialect
         if src[0] == "rank":
             r = src[1]
@@ -1579,6 +1910,191 @@ class Job:
         return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------- rank cases: rendering and knowability
+
+RANK_WORD = re.compile(r"\bRank (\d+)\b")
+
+
+def _render_rc(job):
+    """Rank cases: one text, or {file name: text} with --per-task-files. Records every printed line as
+    (event, file, line number, text) in job.out for knowability()."""
+    evs = sorted(job.events, key=lambda e: (e[0], e[1]))
+    F = job.F
+    files, counts = {}, {}
+    job.out = []
+    key = None
+    for e in evs:
+        src, text, fl = e[2], e[4], e[5]
+        if src[0] == "rank" and fl.get("hook") and job.P["hook"]:
+            text = "[rank%d]: %s" % (src[1], text)
+        if job.scheme == "rank-all" and not (src == ("rank", F) and text.startswith("[rank%d]:" % F)):
+            continue  # the paste keeps the initiator's [rankN]: lines only
+        line = job.rc_prefix(src) + text
+        f = job.file_of(src)
+        n0 = counts.get(f, 0)
+        files.setdefault(f, []).append(line)
+        counts[f] = n0 + 1 + line.count("\r") + line.count("\n")
+        if fl.get("key") and key is None:
+            key = (f, n0 + 1)
+        job.out.append((e, f, n0 + 1, line))
+    job.key_file, job.key_line = key if key else (None, None)
+    if job.o.files:
+        for name in job.all_files():
+            files.setdefault(name, [])
+        return {name: ("\n".join(ls) + "\n" if ls else "") for name, ls in files.items()}
+    return "\n".join(files.get(None, [])) + "\n"
+
+
+def knowability(job):
+    """What the printed text alone tells about the initiator, by these rules (each sound in this generator):
+      R0 prefix: the cause line's prefix or file names its global rank ([rankN]:, srun label = rank,
+         slurm-J-<rank>.out).
+      R1 node + local: the cause line's node (its host / srun task / file, mapped to a node index by a
+         layout line: pdsh's worker list, DeepSpeed's node_rank, torchrun's rendezvous block or table,
+         srun's "host: tasks a-b" lines, a line of that group naming its own rank) and its local rank
+         ([defaultN]:, "GPU N" in an OOM, spawn's "Process N"); a single node is node 0; a group that is
+         the only unmapped one while exactly one node index is unclaimed is that node.
+      R2 complement: candidates consistent with R1's partial knowledge, minus every rank shown to be
+         collateral: a watchdog line names its own rank; a collateral traceback (ncclRemoteError, a later
+         raiser of an every-rank error, spawn's SIGABRT report) whose prefix resolves to a rank.
+      R3 launcher: the earliest failure (exit 1 or SIGSEGV) the launcher reports for the cause's group
+         (torchrun's failed line / Root Cause, srun's task list, spawn's SIGSEGV report), when reliable:
+         torchrun's tie on whole seconds makes it unreliable when several failures share the root's second.
+    The rank is knowable when exactly one candidate remains."""
+    F, nn = job.F, job.nnodes
+    M = {}
+    for g, n in job.facts:
+        M.setdefault(g, n)
+    groups, elim, coll = set(), set(), []
+    for e, f, ln, line in job.out:
+        src, text, fl = e[2], e[4], e[5]
+        g = job.group_of(job.rc_parts(src))
+        if g is not None and src[0] != "plain":
+            groups.add(g)
+        if src[0] == "spawn" and fl.get("spawn_exit") is not None:
+            coll.append((src, fl))
+        if src[0] != "rank":
+            continue
+        r = src[1]
+        names = (any(int(x) == r for x in RANK_WORD.findall(text)) or (fl.get("hook") and job.P["hook"])
+                 or text.startswith("[rank%d]:" % r))
+        if names:
+            if g is not None:
+                if M.setdefault(g, job.node(r)) != job.node(r):
+                    raise AssertionError("group %s maps to two nodes" % (g,))
+            if fl.get("wd"):
+                elim.add(r)
+        if fl.get("coll") or (fl.get("tb") and r != F):
+            coll.append((src, fl))
+
+    def nodes_of(g):
+        if nn == 1:
+            return {0}
+        if g is None:
+            return set(range(nn))
+        if g in M:
+            return {M[g]}
+        return set(range(nn)) - set(M.values())
+
+    def resolve(src, fl):
+        p = job.rc_parts(src)
+        if src[0] == "rank":
+            r = src[1]
+            if "label" in p or (p.get("file") or (None,))[0] == "rank" or (fl.get("hook") and job.P["hook"]):
+                return r
+        loc = fl["spawn_exit"] if (src[0] == "spawn" and fl.get("spawn_exit") is not None) else p.get("local")
+        ns = nodes_of(job.group_of(p))
+        if loc is not None and len(ns) == 1:
+            return ns.pop() * 8 + loc
+        return None
+
+    changed = True
+    while changed:
+        changed = False
+        for src, fl in coll:
+            r = resolve(src, fl)
+            if r is not None and r not in elim:
+                writer = src[1] if src[0] == "rank" else src[1] * 8 + fl["spawn_exit"]
+                if r != writer:
+                    raise AssertionError("a collateral line resolves to %d, written by %d" % (r, writer))
+                elim.add(r)
+                changed = True
+                g = job.group_of(job.rc_parts(src))
+                if g is not None and g not in M:
+                    M[g] = job.node(r)
+        unresolved = groups - set(M)
+        free = set(range(nn)) - set(M.values())
+        if len(unresolved) == 1 and len(free) == 1:
+            M[unresolved.pop()] = free.pop()
+            changed = True
+    # ---- the cause
+    ce = [x for x in job.out if x[0][5].get("key")][0][0]
+    src, fl = ce[2], ce[5]
+    p = job.rc_parts(src)
+    g0 = job.group_of(p)
+    by = []
+    r0 = resolve(src, fl) if src[0] == "rank" and ("label" in p or (p.get("file") or (None,))[0] == "rank" or (
+        fl.get("hook") and job.P["hook"])) else None
+    if r0 is not None:
+        C = {r0}
+        by.append("prefix")
+    else:
+        l0 = p.get("local", job.cause_local)
+        ns = nodes_of(g0)
+        C = {n * 8 + lr for n in ns for lr in ([l0] if l0 is not None else range(8))}
+        if len(ns) == 1 and l0 is not None:
+            by.append("node+local")
+        before = len(C)
+        C -= elim
+        if len(C) < before:
+            by.append("complement")
+    if F in elim or F not in C:
+        raise AssertionError("knowability lost the initiator (a generator bug)")
+    # ---- R3: the launcher's first failure
+    if len(C) > 1 and job.scheme != "rank-all":
+        recs = [x for x in sorted(job.records, key=lambda x: x["t"]) if x["ec"] in (1, -11)]
+        recs = [x for x in recs if g0 is None or job.group_of(job.rc_parts(x["src"])) in (None, g0)]
+        if recs:
+            # the first report: its records (torchrun's failed line and table) describe the same failure
+            same = [x for x in recs if x["src"] == recs[0]["src"] and x["t"] - recs[0]["t"] < 1.0]
+            S = None
+            for x in same:
+                if not x["reliable"]:
+                    job.notes.append("the launcher's first failure (%s) is not reliable" % x["what"])
+                    continue
+                if x.get("ranks"):
+                    Sx = set(x["ranks"])
+                elif x["rank"] is not None:
+                    Sx = {x["rank"]}
+                else:
+                    Sx = {n * 8 + x["local"] for n in nodes_of(job.group_of(job.rc_parts(x["src"])))}
+                S = Sx if S is None else S & Sx
+            if S is not None:
+                C2 = C & S
+                if F in C2:
+                    if C2 != C:
+                        by.append("launcher")
+                    C = C2
+                else:
+                    job.notes.append("the launcher's first failure (%s) is not the initiator" % "+".join(
+                        x["what"] for x in same))
+    knowable = C == {F}
+    info = {"knowable": knowable, "knowable_by": by if knowable else [], "n_candidates": len(C),
+            "rank_candidates": sorted(C) if len(C) <= 64 else None}
+    nodes = {job.node(r) for r in C}
+    locs = {job.local(r) for r in C}
+    info["knowable_host"] = p.get("host")
+    if len(nodes) == 1:
+        n = nodes.pop()
+        info["knowable_node"] = n
+        info["knowable_rank_range"] = [n * 8, n * 8 + 7]
+    else:
+        info["knowable_node"] = None
+        info["knowable_rank_range"] = None
+    info["knowable_local_rank"] = locs.pop() if len(locs) == 1 else None
+    return info
+
+
 # ---------------------------------------------------------------- options
 
 def on_off(v):
@@ -1587,8 +2103,16 @@ def on_off(v):
     return v in ("on", "1", "yes", "true")
 
 
+def is_rank_case(a):
+    """Any of the rank-case options (all off by default: the default grid's logs stay as they were)."""
+    return bool(a.prefix or a.spawn == "on" or a.per_task_files == "on" or a.launcher_summary or a.table == "multi"
+                or a.skew_one or a.silent_peers or a.node_order or a.kind in EXTRA_KINDS)
+
+
 def resolve(a):
     """Draws every option left out, then forces what decidability needs."""
+    if is_rank_case(a):
+        return resolve_rc(a)
     rng = random.Random(a.seed)
     forced = []
     o = argparse.Namespace(**vars(a))
@@ -1705,15 +2229,145 @@ def resolve(a):
     return o
 
 
+def resolve_rc(a):
+    """Rank cases: the initiator's own lines may carry no global rank. Nothing is forced for decidability;
+    the sidecar says instead whether the rank is knowable from the text (Job.knowability)."""
+    rng = random.Random(a.seed * 3 + 1)
+    forced = []
+    o = argparse.Namespace(**vars(a))
+    o.rc = True
+    o.kind = a.kind or rng.choice(["oom", "assert", "nccl-system", "segfault", "batch-assert"])
+    if o.kind == "host-oom":
+        raise SystemExit("host-oom is not a rank case: the victim prints nothing of its own")
+    o.spawn = a.spawn == "on"
+    o.files = a.per_task_files == "on"
+    pre = a.prefix
+    if pre is None:
+        if o.spawn:
+            pre = rng.choice(["host", "task", "bare"])
+        elif o.files:
+            pre = rng.choice(["label", "task", "task-local"])
+        else:
+            pre = {"rank": "rank-all", "tee": rng.choice(["local", "host-local"]), "pdsh": "host",
+                   "srun": rng.choice(["label", "host", "task", "task-local", "bare"])}.get(
+                a.dialect, rng.choice(["host", "local", "host-local", "task", "task-local", "bare"]))
+    o.prefix = pre
+    # dialect (launcher family) and the outer launcher
+    dia = {"label": "srun", "local": "tee", "host-local": "tee", "task": "srun", "task-local": "srun", "bare": "srun",
+           "rank-all": "rank"}.get(pre)
+    if pre == "host":
+        dia = a.dialect if a.dialect in ("pdsh", "srun") else rng.choice(["pdsh", "srun"])
+    if a.dialect and a.dialect != dia:
+        raise SystemExit("--prefix %s is the %s dialect, not %s" % (pre, dia, a.dialect))
+    o.dialect = dia
+    if o.spawn and pre not in ("host", "task", "bare"):
+        raise SystemExit("--spawn on: the node's prefix is host, task or bare (no torchrun, no [defaultN])")
+    if o.files and pre not in ("label", "task", "task-local") and not (o.spawn and pre == "task"):
+        raise SystemExit("--per-task-files on: srun tasks (--prefix label, task or task-local)")
+    if o.spawn:
+        o.launcher = "spawn"
+    elif pre == "label" or (pre == "host" and dia == "srun"):
+        o.launcher = "srun"
+    elif pre == "host":
+        o.launcher = "deepspeed"
+    else:
+        o.launcher = "torchrun"
+    o.outer = "srun" if (pre in ("label", "task", "task-local", "bare", "local") or (pre == "host" and dia == "srun")) \
+        else ("pdsh" if pre in ("host", "host-local") else None)
+    if pre == "rank-all" and o.kind == "segfault":
+        raise SystemExit("--prefix rank-all keeps the [rankN]: lines: a faulthandler dump has none")
+    if o.kind in ALL_RANK_KINDS and (o.spawn or o.files):
+        raise SystemExit("%s raises on every rank: its initiator is the first in time, which neither spawn's "
+                         "one report per node nor per-task files (tracebacks carry no time) show" % o.kind)
+    if a.world_size is None:
+        o.world_size = rng.choice([8, 32, 256, 1024])
+    if o.world_size % 8 or not 8 <= o.world_size <= 1024:
+        raise SystemExit("--world-size must be a multiple of 8 in 8..1024")
+    W = o.world_size
+    multi = W > 8
+    o.table_multi = a.table == "multi"
+    o.table = True if o.table_multi else (on_off(a.table) if a.table else rng.random() < 0.6)
+    if o.table_multi and (o.launcher != "torchrun" or o.kind in ALL_RANK_KINDS or o.kind == "segfault"):
+        raise SystemExit("--table multi: a torchrun launcher and a single-raiser exception kind")
+    o.launcher_summary = on_off(a.launcher_summary) if a.launcher_summary else True
+    o.interleave = a.interleave or rng.choice(["on", "off"])
+    o.skew = a.skew if a.skew is not None else (rng.choice([0.0, 0.0, 1.0, 3.0]) if multi else 0.0)
+    o.skew_one = a.skew_one or 0.0
+    o.silent_peers = a.silent_peers or 0
+    o.noise = a.noise if a.noise is not None else rng.randrange(1, 4)
+    o.ansi = a.ansi or rng.choice(["color", "color", "lost", "off"])
+    o.glue = False
+    o.echo = 0
+    if a.echo:
+        raise SystemExit("rank cases have one raiser: --echo is not supported")
+    o.nccl_debug = False  # NCCL's host:pid [cudaDev] tags would name the rank on their own
+    o.nccl_at_init = rng.random() < 0.35
+    o.remote_errors = (on_off(a.remote_errors) if a.remote_errors else rng.random() < 0.25) and not o.spawn
+    o.kernel_line = False
+    o.record = on_off(a.record) if a.record else rng.random() < (0.5 if o.table_multi else 0.15)
+    o.rendezvous = on_off(a.rendezvous) if a.rendezvous else rng.random() < 0.4
+    o.layout = a.layout or rng.choice(["dict", "nnodes", "both"])
+    o.spawn_lines = rng.random() < 0.5
+    o.nogpu = False
+    o.collateral_sample = a.collateral_sample if a.collateral_sample is not None else 24
+    o.node_order = a.node_order or rng.choice(["static", "c10d"])
+    if a.initiator is not None:
+        o.initiator = a.initiator
+    elif pre == "rank-all":
+        o.initiator = 0 if rng.random() < 0.7 else rng.randrange(W)
+    else:
+        o.initiator = rng.choice([0, rng.randrange(W)]) if rng.random() < 0.15 else rng.randrange(W)
+    if not 0 <= o.initiator < W:
+        raise SystemExit("--initiator out of range")
+    if not 0 <= o.silent_peers < W - 1:
+        raise SystemExit("--silent-peers out of range")
+    o.none_launcher = "torchrun"
+    # ---- torch: no [rankN] excepthook prefix (< 2.3) unless the prefix is the rank, or mp.spawn (the
+    # excepthook never sees a spawned child's exception; c10 lines keep their [rankN]: from 2.3 on)
+    if pre == "rank-all":
+        lo, hi = (2, 3), None
+    elif pre == "label" or o.spawn:
+        lo, hi = None, None
+    else:
+        lo, hi = None, (2, 2)
+    ok = [v for v in TORCH_VERSIONS if (lo is None or vt(v) >= lo) and (hi is None or vt(v) <= hi)]
+    if a.torch:
+        if a.torch not in ok:
+            raise SystemExit("--torch %s: --prefix %s needs one of %s" % (a.torch, pre, " ".join(ok)))
+        o.torch = a.torch
+    else:
+        o.torch = rng.choice(ok)
+    o.rank_prefix = vt(o.torch) >= (2, 3)
+    if a.rank_prefix and on_off(a.rank_prefix) != o.rank_prefix:
+        raise SystemExit("--rank-prefix: rank cases derive it from --prefix and --torch")
+    # ---- collateral mode / root cause
+    col, rcause = a.collateral, a.root_cause
+    if o.kind == "segfault" or o.spawn or o.table_multi:
+        if col == "hang":
+            raise SystemExit("--collateral hang: a dead process (%s) is noticed at once" % (
+                "spawn child" if o.spawn else "segfault" if o.kind == "segfault" else "--table multi"))
+        col, rcause = "kill", "initiator"
+    elif o.kind in ALL_RANK_KINDS:
+        col = "kill"
+        rcause = rcause or rng.choice(["initiator", "initiator", "other"])
+    else:
+        col = col or ("hang" if rcause == "other" else rng.choice(["kill", "kill", "hang"]))
+        rcause = "other" if col == "hang" else "initiator"
+    o.collateral = col
+    o.root_cause = rcause
+    o.forced = forced
+    return o
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dialect", choices=DIALECTS)
-    ap.add_argument("--kind", choices=list(KINDS))
+    ap.add_argument("--kind", choices=list(CLASSES))
     ap.add_argument("--world-size", type=int)
-    ap.add_argument("--table", choices=["on", "off"])
+    ap.add_argument("--table", choices=["on", "off", "multi"])
     ap.add_argument("--interleave", choices=["on", "off"])
     ap.add_argument("--skew", type=float, help="max per-node clock skew, seconds")
     ap.add_argument("--collateral", choices=["kill", "hang"])
@@ -1732,14 +2386,26 @@ def main(argv=None):
     ap.add_argument("--ansi", choices=["color", "lost", "off"])
     ap.add_argument("--initiator", type=int)
     ap.add_argument("--collateral-sample", type=int)
+    # rank cases (all off by default)
+    ap.add_argument("--prefix", choices=PREFIXES, help="rank cases: how rank lines are prefixed")
+    ap.add_argument("--spawn", choices=["on", "off"], help="rank cases: torch.multiprocessing.spawn per node")
+    ap.add_argument("--per-task-files", choices=["on", "off"],
+                    help="rank cases: Slurm --output=slurm-%%j-%%t.out, one file per task; -o is a folder")
+    ap.add_argument("--launcher-summary", choices=["on", "off"],
+                    help="rank cases: the launcher's failure lines (table, DeepSpeed/srun summary)")
+    ap.add_argument("--skew-one", type=float, help="rank cases: the initiator's node's clock shifted by S seconds")
+    ap.add_argument("--silent-peers", type=int, help="rank cases: N look-alike ranks print nothing")
+    ap.add_argument("--node-order", choices=["static", "c10d"],
+                    help="rank cases: torchrun's group_rank follows the srun task id (static) or not (c10d)")
     ap.add_argument("-o", "--output", help="log path (sidecar: same name, .json); stdout when absent")
     a = ap.parse_args(argv)
     o = resolve(a)
     job = Job(o)
     job.build()
-    text = job.render()
+    rc = getattr(o, "rc", False)
+    text = _render_rc(job) if rc else job.render()
     side = {
-        "class": KINDS[o.kind],
+        "class": CLASSES[o.kind],
         "initiating_rank": o.initiator,
         "dialect": o.dialect,
         "world_size": o.world_size,
@@ -1758,6 +2424,34 @@ def main(argv=None):
             "nogpu", "nccl_at_init", "spawn_lines", "none_launcher", "collateral_sample")},
         "forced": o.forced,
     }
+    if rc:
+        side["options"].update({k: getattr(o, k) for k in (
+            "prefix", "spawn", "files", "table_multi", "launcher_summary", "skew_one", "silent_peers", "node_order",
+            "outer")})
+        side["rank_case"] = True
+        side["nproc_per_node"] = NPN
+        side["nnodes"] = job.nnodes
+        side["layout"] = "node-major: rank = node * %d + local_rank" % NPN
+        side["hosts"] = job.hosts
+        side["initiating_node"] = job.fnode
+        side["file"] = job.key_file
+        if job.launcher == "torchrun" and o.outer == "srun":
+            side["srun_task_of_node"] = job.task_of
+        side["silent_ranks"] = sorted(job.silent)
+        side.update(knowability(job))
+        side["notes"] = job.notes
+    if rc and o.files:
+        if not o.output:
+            raise SystemExit("--per-task-files on writes a folder: -o DIR")
+        out = o.output.rstrip("/")
+        os.makedirs(out, exist_ok=True)
+        for name, body in sorted(text.items()):
+            with open(os.path.join(out, name), "w", encoding="utf-8", newline="") as f:
+                f.write(body)
+        with open(out + ".json", "w") as f:
+            json.dump(side, f, indent=1)
+            f.write("\n")
+        return side
     if o.output:
         with open(o.output, "w", encoding="utf-8", newline="") as f:
             f.write(text)
