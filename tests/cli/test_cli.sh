@@ -175,4 +175,50 @@ timeout 20 "$DDX" diagnose --rules "$T/r7" "$T/evil.log" >"$T/out" 2>"$T/err"; r
 [ $rc = 0 ] && ok || bad "catastrophic regex: exit $rc"
 contains "$T/err" "test.evil" "match-limit warning names the rule"
 
+# The differential on a paste cut before its error line (a real log of
+# the corpus): an inferred class with its phase, the candidates for and
+# against, what would tell them apart, exit 1; the text says so too.
+CUT="$ROOT/tests/corpus/dev/081-ds-zero3-fetch-sub-module-oom-a10-rank0.log"
+"$DDX" diagnose --format json "$CUT" >"$T/cut.json"; rc=$?
+[ "$rc" = 1 ] && ok || bad "a cut traceback is an error: exit 1 (got $rc)"
+jq_py "$T/cut.json" '
+i = d["incidents"][0]
+assert i["inferred"] is True and i["rank"] == 0, i
+assert i["lifecycle"]["phase"] == "zero3-gather", i["lifecycle"]
+assert i["library_frame"]["function"] == "pre_sub_module_forward_function", i["library_frame"]
+c = d["differential"]
+assert c[0]["rule"] == i["rule"] and len(c) >= 2 and not c[0]["decisive"], c
+assert all(0 <= x["score"] <= 1 for x in c) and sum(x["score"] for x in c) <= 1.0001
+assert c[0]["for"] and c[0]["against"], c[0]
+assert d["separator"] and "ds.zero3.internal-assert" in d["separator"], d["separator"]
+assert any(e["source"] == "prefix" and e["rank"] == 0 for e in i["rank_evidence"]), i["rank_evidence"]
+' && ok || bad "cut traceback: inferred class, phase, differential, separator, rank evidence"
+"$DDX" diagnose "$CUT" >"$T/cut.txt"
+grep -q "error line is cut; most likely" "$T/cut.txt" && grep -q "also possible ds.zero3.internal-assert" "$T/cut.txt" \
+  && grep -q "tell apart" "$T/cut.txt" && ok || bad "cut traceback: the text report says it is inferred and what else is possible"
+# Where to resume: the last checkpoint saved before the first overflow.
+printf '%s\n' \
+  '[INFO|trainer.py:2868] 2023-06-07 15:39:20,063 >> Saving model checkpoint to out/checkpoint-200' \
+  '[2023-06-07 15:39:46,526] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved out/checkpoint-200/global_step200/mp_rank_00_model_states.pt.' \
+  '[2023-06-07 22:16:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64, reducing to 32' \
+  '[INFO|trainer.py:2868] 2023-06-07 23:39:20,063 >> Saving model checkpoint to out/checkpoint-400' \
+  '[2023-06-07 23:40:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1' \
+  'Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.' >"$T/resume.log"
+"$DDX" diagnose --format json "$T/resume.log" >"$T/resume.json"
+jq_py "$T/resume.json" '
+r = d["resume_from"]
+assert d["incidents"][0]["rule"] == "ds.fp16.loss-scale-min", d["incidents"][0]["rule"]
+assert r["tag"] == "global_step200" and r["line"] == 2, r
+assert r["path"] == "out/checkpoint-200/global_step200/mp_rank_00_model_states.pt", r
+' && ok || bad "resume_from names the last checkpoint before the divergence began"
+# A healthy fp16 run: warm-up overflows raise nothing, exit 0.
+printf '%s\n' \
+  '[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1' \
+  '[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768' \
+  '[2023-04-28 06:51:31,392] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 32768, reducing to 16384' \
+  "{'loss': 1.2, 'learning_rate': 1e-05, 'epoch': 0.1}" >"$T/warmup.log"
+"$DDX" diagnose --format json "$T/warmup.log" >"$T/warmup.json"; rc=$?
+jq_py "$T/warmup.json" 'assert not [i for i in d["incidents"] if i["rule"] == "ds.fp16.overflow"], d["incidents"]' \
+  && [ "$rc" = 0 ] && ok || bad "warm-up overflows are not a warning (rc $rc)"
+
 finish
