@@ -58,6 +58,42 @@ Options (see --help for the full list):
   --ansi        color|lost|off   ANSI colours, or colours whose ESC byte was lost.
   --initiator R force the initiating global rank.
   --collateral-sample N  ranks that print the full watchdog dump (others: one line).
+
+Rank cases (any of these options; all off by default, and then every log is
+byte for byte what it was): the initiator's own lines carry no global rank.
+Nothing is forced for decidability; the sidecar says instead whether the
+rank is knowable from the text ("knowable", "knowable_by", "rank_candidates",
+"knowable_node", "knowable_host", "knowable_rank_range", "knowable_local_rank";
+see knowability() for the rules). torch <= 2.2 (no [rankN]: excepthook)
+unless --prefix label / rank-all or --spawn on.
+  --prefix      label       srun --label, task id = global rank (` 27: `; the control)
+                host        `worker-3: ` only: pdsh (DeepSpeed launcher) or srun through a
+                            `sed "s/^/$(hostname): /"` wrapper (one task per GPU)
+                local       torchrun --tee `[default1]:` on several nodes, no host (srun
+                            without --label)
+                host-local  `node-003: [default1]:` (torchrun under pdsh)
+                task        srun -l over torchrun: `3: ` is the node's srun task id, which is
+                            torchrun's group_rank only with --node-order static
+                task-local  `3: [default1]:`
+                bare        no prefix at all (srun without --label over torchrun)
+                rank-all    a single process's paste: only the initiator's `[rankN]:` lines
+  --spawn on    torch.multiprocessing.spawn on each node (prefix host, task or bare): the
+                parent prints ProcessRaisedException "-- Process N terminated with the
+                following error:" (N = local rank), or ProcessExitedException "process N
+                terminated with signal SIGSEGV|SIGABRT".
+  --per-task-files on  srun --output=slurm-%j-%t.out: -o is a folder of one file per task
+                (task = rank with --prefix label, = node with task / task-local / spawn),
+                srun's own messages in slurm-<job>.out; the sidecar is <folder>.json.
+  --table multi torchrun's table with several failures of the initiator's node in one poll
+                (peers losing their NCCL peer); the root cause is min(timestamp) in whole
+                seconds, a tie going to the lowest local rank (as torchrun does).
+  --launcher-summary off  no launcher failure lines (no table, no failed line, no DeepSpeed
+                sigkill_handler, no srun/pdsh exit lines).
+  --skew-one S  the initiator's node's clock shifted by S seconds (on top of --skew).
+  --silent-peers N  N look-alikes of the initiator (same local rank elsewhere when the cause
+                shows its local rank, else the same node) print nothing.
+  --node-order static|c10d  srun task id = torchrun group_rank or not.
+  --kind assert a user's AssertionError on one rank (py.assertion).
 """
 import argparse
 import base64
