@@ -78,8 +78,8 @@ def rank_grid():
             for k, cols in (("assert", ("kill", "hang")), ("oom", ("kill", "hang")), ("batch-assert", ("kill",))):
                 for c in cols:
                     add("host", "--prefix", "host", "--dialect", d, "--kind", k, "--world-size", ws, "--collateral", c)
-    # torchrun --tee `[defaultN]:` on several nodes, no host prefix (srun without --label)
-    for ws in (32, 256, 1024):
+    # torchrun --tee `[defaultN]:` on several nodes (two: 16), no host prefix (srun without --label)
+    for ws in (16, 32, 256, 1024):
         for k, cols in (("assert", ("kill", "hang")), ("oom", ("kill", "hang")), ("nccl-system", ("kill", "hang")),
                         ("segfault", ("kill",))):
             for c in cols:
@@ -150,6 +150,10 @@ def rank_grid():
         for ws in (32, 256):
             for k in ("oom", "assert"):
                 add("silent", "--silent-peers", n, "--spawn", "on", "--prefix", "bare", "--kind", k, "--world-size", ws)
+    # two nodes, `[default1]:`: the same local rank on the other node prints nothing
+    for k in ("oom", "assert"):
+        for c in ("kill", "hang"):
+            add("silent", "--silent-peers", 1, "--prefix", "local", "--kind", k, "--world-size", 16, "--collateral", c)
     return g
 
 
@@ -237,13 +241,13 @@ def rank_table(title, keyf, rs):
         groups.setdefault(keyf(r), []).append(r)
     cols = ("cases", "knowable", "k_right", "unknowable", "u_unknown", "u_named", "bad_pair", "host_known",
             "host_right", "class")
-    print("\n%-14s %5s %6s %6s %6s %6s %6s %6s %5s %5s %6s %6s %7s" % (
+    print("\n%-20s %5s %6s %6s %6s %6s %6s %6s %5s %5s %6s %6s %7s" % (
         title, "cases", "know", "right", "right%", "unkn", "unk=?", "named", "pair!", "host", "h-ok", "class",
         "errors"))
 
     def line(key, grp):
         t = {c: sum(rank_verdict(r).get(c, 0) for r in grp) for c in cols + ("err",)}
-        print("%-14s %5d %6d %6d %5.1f%% %6d %6d %6d %6d %5d %5d %6d %7d" % (
+        print("%-20s %5d %6d %6d %5.1f%% %6d %6d %6d %6d %5d %5d %6d %7d" % (
             key, t["cases"], t["knowable"], t["k_right"], 100.0 * t["k_right"] / max(t["knowable"], 1),
             t["unknowable"], t["u_unknown"], t["u_named"], t["bad_pair"], t["host_known"], t["host_right"],
             t["class"], t["err"]))
