@@ -1296,8 +1296,9 @@ static int32_t procs_per_node(const ddx_layout_t *l) {
       n = l->hosts[i].nlocal;
     }
   if (n > 0) return n;
-  if (l->seen_hosts > 1 && l->max_local >= 0 && l->max_global > l->max_local)
-    return l->max_local + 1;
+  /* torchrun --tee prints every local rank of a node: the highest one
+   * seen on a log that names higher global ranks */
+  if (l->max_local >= 1 && l->max_global > l->max_local) return l->max_local + 1;
   return -1;
 }
 
@@ -1307,10 +1308,11 @@ typedef struct rank_frame {
   int32_t lo, hi;   /* the node's ranks [lo, hi); hi 0: unknown */
   int32_t per_node; /* processes per node, -1 unknown */
   const char *host;
+  const ddx_rankset_t *waiting; /* ranks that only report collateral */
 } rank_frame_t;
 
 static bool rank_fits(const rank_frame_t *f, int32_t g) {
-  if (g < 0) return false;
+  if (g < 0 || (f->local >= 0 && g < f->local)) return false;
   if (f->hi > 0 && (g < f->lo || g >= f->hi)) return false;
   if (f->local >= 0) {
     if (f->hi > 0 && g - f->lo != f->local) return false;
@@ -1322,6 +1324,10 @@ static bool rank_fits(const rank_frame_t *f, int32_t g) {
 static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *source, int32_t rank,
                          double weight, bool fits) {
   if (rank < 0 || ev->len >= 32) return;
+  /* a rank that only waited in collectives did not start it, unless the
+   * failing line itself names it */
+  bool own = !strcmp(source, "prefix") || !strcmp(source, "capture");
+  if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
   if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
 }
@@ -1376,15 +1382,14 @@ static int cmp_evidence(const void *pa, const void *pb) {
  * collateral (every other rank only waited); -1 when not exactly one. */
 static int32_t complement_rank(const build_t *b, const ddx_incident_t *p, const rank_frame_t *f,
                                ddx_rankset_t *cand) {
-  ddx_rankset_t rep = {0};
-  collateral_reporters(p, &rep);
+  (void)p;
+  const ddx_rankset_t *rep = f->waiting;
   int32_t world = world_size_seen(b->s);
-  if (rep.n >= 2 && world > 0 && world <= 1 << 20) {
+  if (rep->n >= 2 && world > 0 && world <= 1 << 20) {
     int32_t lo = f->hi > 0 ? f->lo : 0, hi = f->hi > 0 ? f->hi : world;
     for (int32_t r = lo; r < hi && cand->n <= 64; r++)
-      if (!ddx_rankset_has(&rep, r) && rank_fits(f, r)) ddx_rankset_add(cand, r);
+      if (!ddx_rankset_has(rep, r) && rank_fits(f, r)) ddx_rankset_add(cand, r);
   }
-  ddx_rankset_free(&rep);
   return cand->n == 1 ? cand->v[0] : -1;
 }
 
@@ -1426,10 +1431,24 @@ static void resolve_rank(build_t *b) {
       .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
   const ddx_layout_host_t *lh = layout_host(l, f.host);
   if (lh) f.lo = lh->base, f.hi = lh->base + lh->nlocal;
+  ddx_rankset_t waiting = {0};
+  collateral_reporters(p, &waiting);
+  f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
   double w0 = 0;
   const char *src0 = p->rank >= 0 ? placed_source(p, &w0) : NULL;
+  /* srun --label's id on a torchrun job (its agent's lines, [defaultN]
+   * elsewhere) names the node, not the global rank: node 0 starts at 0,
+   * another node needs the processes per node */
+  if (src0 && !strcmp(src0, "prefix") && (p->hit->meta.dialects & DDX_DIALECT_SRUN) &&
+      (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC))) {
+    char node[DDX_HOST_MAX];
+    snprintf(node, sizeof node, "srun-task-%d", p->rank);
+    int32_t g = ddx_layout_global_rank(l, node, p->local_rank);
+    src0 = g >= 0 ? "layout" : NULL, w0 = 0.85;
+    p->rank = g;
+  }
   if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
@@ -1504,6 +1523,7 @@ static void resolve_rank(build_t *b) {
   }
   ddx_vec_free(&ev);
   ddx_rankset_free(&cand);
+  ddx_rankset_free(&waiting);
 }
 
 /* The traceback group an incident's line ends (or sits in), or NULL. */

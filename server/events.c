@@ -54,10 +54,11 @@ int ddx_events_write(const ddx_scan_t *s, FILE *f, ddx_error_t *err) {
     json_array_append_new(pids, json_pack("[I,i,s]", (json_int_t)l->pids[i].pid,
                                           l->pids[i].local_rank, l->pids[i].host));
   json_object_set_new(head, "layout",
-                      json_pack("{s:o,s:i,s:i,s:s,s:i,s:i,s:i,s:o}", "hosts", hosts, "world_size",
-                                l->world_size, "nnodes", l->nnodes, "first_host", l->first_host,
-                                "seen_hosts", l->seen_hosts, "max_global", l->max_global,
-                                "max_local", l->max_local, "pids", pids));
+                      json_pack("{s:o,s:i,s:i,s:s,s:i,s:i,s:i,s:o,s:I}", "hosts", hosts,
+                                "world_size", l->world_size, "nnodes", l->nnodes, "first_host",
+                                l->first_host, "seen_hosts", l->seen_hosts, "max_global",
+                                l->max_global, "max_local", l->max_local, "pids", pids, "dialects",
+                                (json_int_t)l->dialects));
   json_t *counts = json_object(), *progress = json_object();
   for (size_t r = 0; r < cat->nrules; r++) {
     if (s->rule_hits[r])
@@ -145,6 +146,7 @@ static void merge_layout(ddx_layout_t *l, json_t *o) {
     ddx_layout_note_host(l, fh);
   ddx_layout_note_ranks(l, (int32_t)json_integer_value(json_object_get(o, "max_global")),
                         (int32_t)json_integer_value(json_object_get(o, "max_local")));
+  ddx_layout_note_dialects(l, (uint32_t)json_integer_value(json_object_get(o, "dialects")));
   json_t *pids = json_object_get(o, "pids"), *p;
   json_array_foreach(pids, i, p) {
     if (l->npids >= DDX_LAYOUT_MAX_PIDS) break;

@@ -194,6 +194,10 @@ static bool multi_node_seen(const ddx_layout_t *l) {
   return l->max_global >= 0 && l->max_global > l->max_local && l->max_global >= 8;
 }
 
+void ddx_layout_note_dialects(ddx_layout_t *l, uint32_t dialects) {
+  l->dialects |= dialects;
+}
+
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local) {
   if (global > l->max_global) l->max_global = global;
   if (local > l->max_local) l->max_local = local;
@@ -205,6 +209,17 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
     for (size_t i = 0; i < l->nhosts; i++)
       if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0)
         return l->hosts[i].base + local_rank;
+    /* srun -l over torchrun names the node by its task id (line.c):
+     * node 0 starts at rank 0; another node needs the processes per node */
+    if (!strncmp(host, "srun-task-", 10)) {
+      long node = strtol(host + 10, NULL, 10);
+      int32_t per = -1;
+      for (size_t i = 0; i < l->nhosts && per < 0; i++)
+        if (l->hosts[i].nlocal > 0) per = l->hosts[i].nlocal;
+      if (per < 0 && l->seen_hosts > 1 && l->max_local >= 0) per = l->max_local + 1;
+      if (node == 0) return local_rank;
+      return per > 0 && local_rank < per ? (int32_t)(node * per + local_rank) : -1;
+    }
     /* One node, or a log that only ever names this one host (a single
      * node's own log): its local ranks are the ranks the user sees. */
     if (l->nnodes == 1 || (l->nnodes < 0 && l->seen_hosts == 1 && !multi_node_seen(l)))
@@ -294,6 +309,7 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
 }
 
 void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src) {
+  dst->dialects |= src->dialects;
   /* Later lines win where the parser lets a later line win. */
   for (size_t i = 0; i < src->nhosts; i++) {
     const ddx_layout_host_t *h = &src->hosts[i];

@@ -20,6 +20,7 @@
  * that the result does not depend on setlocale(). */
 #include "ddx/line.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Which meta fields this line has already set: the outermost prefix wins
@@ -44,8 +45,9 @@ enum {
 typedef struct line_state {
   ddx_line_meta_t *meta;
   unsigned seen;
-  int outer;    /* still in the outer (collector/platform) layer */
-  int after_ts; /* the previous prefix was a bare timestamp */
+  int outer;         /* still in the outer (collector/platform) layer */
+  int after_ts;      /* the previous prefix was a bare timestamp */
+  int64_t srun_task; /* the srun --label id of this line, -1 none */
 } line_state_t;
 
 typedef struct line_time {
@@ -895,6 +897,7 @@ static size_t line_try_srun(const char *s, size_t n, line_state_t *st) {
   if (!line_num(s, n, &i, 1, 6, &r) || !line_lit(s, n, i, ":")) return 0;
   if (i + 1 < n && s[i + 1] != ' ') return 0;
   line_set_rank(st, r);
+  st->srun_task = r;
   st->meta->dialects |= DDX_DIALECT_SRUN;
   st->outer = 0;
   return line_one_space(s, n, i + 1);
@@ -1121,10 +1124,21 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
   st.seen = 0;
   st.outer = 1;
   st.after_ts = 0;
+  st.srun_task = -1;
+  unsigned had_tee = meta->dialects & DDX_DIALECT_TORCHRUN_TEE;
   for (;;) {
     size_t k = line_try_prefix(buf + pos, n - pos, &st);
     if (k == 0) break;
     pos += k;
+  }
+  /* srun -l over torchrun ("3: [default1]:"): srun runs one task per node,
+   * so its id names the node, not the global rank; the node becomes the
+   * line's host ("srun-task-3") and the global rank comes from the layout */
+  if (st.srun_task >= 0 && !had_tee && (meta->dialects & DDX_DIALECT_TORCHRUN_TEE) &&
+      meta->rank == (int32_t)st.srun_task) {
+    meta->rank = -1;
+    if (!meta->host[0])
+      snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
   }
 
   /* "[Rank 5] Watchdog caught ..." / DeepSpeed's "[Rank 0] step=..." is

@@ -41,6 +41,9 @@ typedef struct ddx_layout {
   char first_host[DDX_HOST_MAX];              /* the first host any candidate line named */
   int seen_hosts;                             /* 0, 1, or 2 meaning "more than one" */
   int32_t max_global, max_local;              /* highest ranks any prefix named */
+  uint32_t dialects;                          /* DDX_DIALECT_* bits of any line (a
+                                                 torchrun job prints [defaultN] or
+                                                 its agent's lines somewhere) */
   ddx_layout_pid_t pids[DDX_LAYOUT_MAX_PIDS]; /* launch.py "process N spawned ... --local_rank=K" */
   size_t npids;
 } ddx_layout_t;
@@ -62,6 +65,8 @@ bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
 void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta);
 /* Records the ranks a line's prefixes named (to tell multi-node logs). */
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
+/* Records the prefix dialects a line showed. */
+void ddx_layout_note_dialects(ddx_layout_t *l, uint32_t dialects);
 /* Records that a line named host (to tell single-host logs). */
 void ddx_layout_note_host(ddx_layout_t *l, const char *host);
 /* Adds what src learnt (from a later part of the same logs) to dst. */

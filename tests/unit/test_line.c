@@ -241,10 +241,13 @@ static void test_srun(void) {
   CHECK_EQ_STR(r.out, "  File \"train.py\", line 3, in <module>");
   CHECK_EQ_INT(r.m.rank, 12);
 
-  norm(&r, "0: [default0]:RuntimeError: x");
+  /* srun -l over torchrun: one task per node, so the task id names the
+   * node ("srun-task-3"), not the global rank */
+  norm(&r, "3: [default1]:RuntimeError: x");
   CHECK_EQ_STR(r.out, "RuntimeError: x");
-  CHECK_EQ_INT(r.m.rank, 0);
-  CHECK_EQ_INT(r.m.local_rank, 0);
+  CHECK_EQ_INT(r.m.rank, -1);
+  CHECK_EQ_INT(r.m.local_rank, 1);
+  CHECK_EQ_STR(r.m.host, "srun-task-3");
 }
 
 static void test_mpirun(void) {
