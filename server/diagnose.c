@@ -1302,6 +1302,59 @@ static int32_t procs_per_node(const ddx_layout_t *l) {
   return -1;
 }
 
+/* A node's ranks from what the other nodes' lines show: lines that carry
+ * both a host and a global rank give each host's ranks; when every such
+ * host's ranks fit one aligned block of P (the widest span) and exactly
+ * one block is left unclaimed, it is the ranks of a host that showed none
+ * (pdsh hosts in order, the failing node's ranks all killed silently).
+ * Returns false when the lines do not say. */
+#define MAX_SEEN_HOSTS 256
+typedef struct host_span {
+  const char *host;
+  int32_t lo, hi; /* observed global ranks [lo, hi] */
+} host_span_t;
+
+static bool node_block(const build_t *b, const char *host, int32_t world, int32_t *lo,
+                       int32_t *hi) {
+  if (!host || !host[0] || world <= 0) return false;
+  host_span_t sp[MAX_SEEN_HOSTS];
+  size_t n = 0;
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (!h->meta.host[0] || h->meta.rank < 0) continue;
+    size_t k = 0;
+    while (k < n && strcmp(sp[k].host, h->meta.host))
+      k++;
+    if (k == n) {
+      if (n == MAX_SEEN_HOSTS) return false;
+      sp[n++] = (host_span_t){h->meta.host, h->meta.rank, h->meta.rank};
+    }
+    if (h->meta.rank < sp[k].lo) sp[k].lo = h->meta.rank;
+    if (h->meta.rank > sp[k].hi) sp[k].hi = h->meta.rank;
+  }
+  int32_t P = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (!strcmp(sp[k].host, host)) return false; /* it shows its own: not this rule */
+    if (sp[k].hi - sp[k].lo + 1 > P) P = sp[k].hi - sp[k].lo + 1;
+  }
+  if (n < 1 || P < 2 || world % P || world / P > MAX_SEEN_HOSTS || (size_t)(world / P) != n + 1)
+    return false;
+  bool claimed[MAX_SEEN_HOSTS] = {false};
+  for (size_t k = 0; k < n; k++) {
+    int32_t blk = sp[k].lo / P;
+    if (sp[k].hi / P != blk || claimed[blk]) return false;
+    claimed[blk] = true;
+  }
+  for (int32_t blk = 0; blk < world / P; blk++)
+    if (!claimed[blk]) {
+      *lo = blk * P;
+      *hi = (blk + 1) * P;
+      return true;
+    }
+  return false;
+}
+
 /* What constrains the initiating rank: its local rank and its node. */
 typedef struct rank_frame {
   int32_t local;    /* -1 unknown */
@@ -1431,6 +1484,7 @@ static void resolve_rank(build_t *b) {
       .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
   const ddx_layout_host_t *lh = layout_host(l, f.host);
   if (lh) f.lo = lh->base, f.hi = lh->base + lh->nlocal;
+  if (!lh) node_block(b, f.host, world_size_seen(b->s), &f.lo, &f.hi);
   ddx_rankset_t waiting = {0};
   collateral_reporters(p, &waiting);
   f.waiting = &waiting;
@@ -1441,8 +1495,13 @@ static void resolve_rank(build_t *b) {
   /* srun --label's id on a torchrun job (its agent's lines, [defaultN]
    * elsewhere) names the node, not the global rank: node 0 starts at 0,
    * another node needs the processes per node */
+  bool per_node_agent = false; /* a launcher that names local ranks (torchrun's agent) */
+  for (size_t i = 0; i < p->ncollateral && !per_node_agent; i++)
+    per_node_agent =
+        p->collateral[i].rule->role == DDX_ROLE_WRAPPER && p->collateral[i].local_rank >= 0;
   if (src0 && !strcmp(src0, "prefix") && (p->hit->meta.dialects & DDX_DIALECT_SRUN) &&
-      (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC))) {
+      ((l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC)) || per_node_agent ||
+       p->local_rank > p->rank)) {
     char node[DDX_HOST_MAX];
     snprintf(node, sizeof node, "srun-task-%d", p->rank);
     int32_t g = ddx_layout_global_rank(l, node, p->local_rank);
@@ -1450,12 +1509,21 @@ static void resolve_rank(build_t *b) {
     p->rank = g;
   }
   if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
+  bool srun_nodes =
+      per_node_agent || (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC));
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_WRAPPER || c->rank < 0) continue;
+    int32_t cr = c->rank;
+    if ((c->first->meta.dialects & DDX_DIALECT_SRUN) && srun_nodes && c->local_rank >= 0 &&
+        c->first->meta.rank == cr) { /* the agent's line under srun -l: its id is the node */
+      char node[DDX_HOST_MAX];
+      snprintf(node, sizeof node, "srun-task-%d", cr);
+      cr = ddx_layout_global_rank(l, node, c->local_rank);
+    }
     /* the launcher names a (rank, local rank) pair of its own: both must fit */
     bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
-    add_evidence(&ev, &f, "launcher-first-failure", c->rank, 0.6, pair_ok);
+    add_evidence(&ev, &f, "launcher-first-failure", cr, 0.6, pair_ok);
   }
   /* a launcher's table entry under "Root Cause (first observed failure)" */
   const ddx_hit_t *hits = b->s->hits.data;
@@ -1469,7 +1537,8 @@ static void resolve_rank(build_t *b) {
     add_evidence(&ev, &f, "launcher-root-cause", atoi(rr), 0.8, pair_ok);
     break;
   }
-  int32_t tbr = traceback_rank(p);
+  /* frames under srun -l carry the task id, not a rank */
+  int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
   ddx_rankset_t cand = {0};
   int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, p, &f, &cand) : -1;

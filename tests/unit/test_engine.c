@@ -402,6 +402,26 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                !r.d.incidents[0].rank_evidence[i].consistent;
   CHECK(dropped);
   done(&r);
+  /* no layout lines: the other hosts' lines name their ranks (0-7, 16-31),
+   * so worker-1 holds 8-15; local rank 5 there is rank 13 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "worker-1: [default5]:ValueError: boom\n");
+  for (int k = 0; k < 32; k++)
+    if (k < 8 || k >= 16) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 13);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
+  CHECK(r.d.incidents[0].rank_note &&
+        strstr(r.d.incidents[0].rank_note, "worker-1 (8-15)") != NULL);
+  done(&r);
+  /* srun -l over torchrun: "0:" is node 0, GPU/local 4 there is rank 4,
+   * never the impossible pair (0, 4) */
+  run(&r, cat, "0: [default4]:ValueError: boom\n0: failed (exitcode: 1) local_rank: 4 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 4);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
+  done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
       "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "
