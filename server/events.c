@@ -146,7 +146,8 @@ static void merge_layout(ddx_layout_t *l, json_t *o) {
     ddx_layout_note_host(l, fh);
   ddx_layout_note_ranks(l, (int32_t)json_integer_value(json_object_get(o, "max_global")),
                         (int32_t)json_integer_value(json_object_get(o, "max_local")));
-  ddx_layout_note_dialects(l, (uint32_t)json_integer_value(json_object_get(o, "dialects")));
+  l->dialects |= (uint32_t)json_integer_value(json_object_get(o, "dialects"));
+
   json_t *pids = json_object_get(o, "pids"), *p;
   json_array_foreach(pids, i, p) {
     if (l->npids >= DDX_LAYOUT_MAX_PIDS) break;

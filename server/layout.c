@@ -194,8 +194,8 @@ static bool multi_node_seen(const ddx_layout_t *l) {
   return l->max_global >= 0 && l->max_global > l->max_local && l->max_global >= 8;
 }
 
-void ddx_layout_note_dialects(ddx_layout_t *l, uint32_t dialects) {
-  l->dialects |= dialects;
+void ddx_layout_note_dialects(ddx_layout_t *l, const ddx_line_meta_t *meta) {
+  l->dialects |= meta->dialects;
 }
 
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local) {
@@ -217,6 +217,7 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
       for (size_t i = 0; i < l->nhosts && per < 0; i++)
         if (l->hosts[i].nlocal > 0) per = l->hosts[i].nlocal;
       if (per < 0 && l->seen_hosts > 1 && l->max_local >= 0) per = l->max_local + 1;
+
       if (node == 0) return local_rank;
       return per > 0 && local_rank < per ? (int32_t)(node * per + local_rank) : -1;
     }
@@ -298,9 +299,10 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta) {
     if (dash && dot && dot > dash + 1) {
       size_t hl = (size_t)(dot - dash - 1);
       long num = path_num(dash + 1, dot);
-      if (num >= 0)
-        meta->rank = (int32_t)num; /* %t: the task id */
-      else if (hl < sizeof meta->host) {
+      if (num >= 0) { /* %t: srun's task id (a rank, or a node under torchrun) */
+        meta->rank = (int32_t)num;
+        meta->dialects |= DDX_DIALECT_SRUN;
+      } else if (hl < sizeof meta->host) {
         memcpy(meta->host, dash + 1, hl);
         meta->host[hl] = 0;
       }

@@ -664,7 +664,7 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
   size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
   ddx_layout_note_host(s->layout, meta.host);
   ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
-  ddx_layout_note_dialects(s->layout, meta.dialects);
+  ddx_layout_note_dialects(s->layout, &meta);
   size_t ov[2 * MAX_CAPS];
   for (size_t i = 0; i < nrefs; i++) {
     if (refs[i]->rule == DDX_BUILTIN_RULE && refs[i]->pattern == DDX_BUILTIN_LAYOUT) {
@@ -736,7 +736,7 @@ static int eval_deferred(ddx_scan_t *s, uint8_t *state, size_t *done, size_t *op
       tlen = ddx_line_normalize(s->buf + d->ls, d->le - d->ls, s->norm, DDX_LINE_MAX + 1, &meta);
       ddx_layout_note_host(s->layout, meta.host);
       ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
-      ddx_layout_note_dialects(s->layout, meta.dialects);
+      ddx_layout_note_dialects(s->layout, &meta);
       norm_ls = d->ls;
     }
     const ddx_pattern_t *p = ref_pattern(s->cat, d->ref);

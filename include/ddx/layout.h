@@ -66,7 +66,7 @@ void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta);
 /* Records the ranks a line's prefixes named (to tell multi-node logs). */
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
 /* Records the prefix dialects a line showed. */
-void ddx_layout_note_dialects(ddx_layout_t *l, uint32_t dialects);
+void ddx_layout_note_dialects(ddx_layout_t *l, const ddx_line_meta_t *meta);
 /* Records that a line named host (to tell single-host logs). */
 void ddx_layout_note_host(ddx_layout_t *l, const char *host);
 /* Adds what src learnt (from a later part of the same logs) to dst. */
