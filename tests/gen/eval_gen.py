@@ -182,18 +182,8 @@ def run_rank_one(job):
         res["exp"] = None
         return res
     res["exp"] = side
-    try:
-        p = subprocess.run([ddx, "diagnose", "--format", "json", path], capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        res["err"] = "timeout"
-        return res
-    if p.returncode not in (0, 1):
-        res["err"] = "exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace").strip()[:200])
-        return res
-    try:
-        out = json.loads(p.stdout)
-    except ValueError as e:
-        res["err"] = "bad json: %s" % e
+    out = diagnose_json(ddx, path, timeout, res)
+    if out is None:
         return res
     inc = (out.get("incidents") or [None])[0]
     if inc:
@@ -305,24 +295,31 @@ def rank_report(a, rs):
     return tot
 
 
+def diagnose_json(ddx, path, timeout, res):
+    """The JSON ddx prints for path, or None with res["err"] saying why."""
+    try:
+        p = subprocess.run([ddx, "diagnose", "--format", "json", path], capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        res["err"] = "timeout"
+        return None
+    if p.returncode not in (0, 1):
+        res["err"] = "exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace").strip()[:200])
+        return None
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        res["err"] = "bad json: %s" % e
+        return None
+
+
 def run_one(job):
     name, argv, folder, ddx, timeout = job
     path = os.path.join(folder, name + ".log")
     side = genlog.main(argv + ["-o", path])
     res = {"name": name, "file": path, "exp": side, "argv": argv, "rule": None, "rank": None, "err": None, "incidents": [],
            "noise_warnings": []}
-    try:
-        p = subprocess.run([ddx, "diagnose", "--format", "json", path], capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        res["err"] = "timeout"
-        return res
-    if p.returncode not in (0, 1):
-        res["err"] = "exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace").strip()[:200])
-        return res
-    try:
-        out = json.loads(p.stdout)
-    except ValueError as e:
-        res["err"] = "bad json: %s" % e
+    out = diagnose_json(ddx, path, timeout, res)
+    if out is None:
         return res
     inc = out.get("incidents") or []
     if inc:
