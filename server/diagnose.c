@@ -896,30 +896,52 @@ static int group_tracebacks(build_t *b) {
 /* A traceback is explained when a signature line of its rank sits inside
  * it or within TB_TAIL lines below its last frame (its error line). */
 #define TB_TAIL 12
-static void mark_explained(build_t *b) {
+/* A hit that can end a traceback: a signature line of a rule that fires
+ * on a match, not a progress line (a tqdm bar glued to "Traceback") nor
+ * weak evidence (an exit status, a bare frame, a generic ERROR line). */
+static bool ends_traceback(const ddx_catalog_t *cat, const ddx_hit_t *h) {
+  if (h->is_ctx) return false;
+  const ddx_rule_t *r = &cat->rules[h->rule];
+  const ddx_pattern_t *sig = &r->sigs[h->pattern];
+  return r->trigger == DDX_TRIGGER_MATCH && !sig->fallback &&
+         sig_severity(r, sig) >= DDX_SEV_WARNING;
+}
+
+static int mark_explained(build_t *b) {
   const ddx_hit_t *hits = b->s->hits.data;
+  /* the hits that can end a traceback, in (input, line) order, so each
+   * group looks only at its own stretch */
+  size_t n = 0;
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    n += ends_traceback(b->cat, &hits[i]);
+  if (!n || !b->groups.len) return 0;
+  size_t *idx = malloc(n * sizeof *idx);
+  if (!idx) return DDX_ENOMEM;
+  n = 0;
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    if (ends_traceback(b->cat, &hits[i])) idx[n++] = i;
+  sort_by_position(idx, n, hits);
   for (size_t k = 0; k < b->groups.len; k++) {
     tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
     ddx_frame_t lane = {.rank = g->rank, .local_rank = g->local_rank};
     snprintf(lane.host, sizeof lane.host, "%s", g->host);
-    /* hits are in (input, line) order for files fed one after the other;
-     * a linear pass is bounded by the stored hits */
-    for (size_t i = 0; i < b->s->hits.len && !g->explained; i++) {
-      const ddx_hit_t *h = &hits[i];
-      if (h->is_ctx || h->input != g->input || h->line < g->first_line ||
-          h->line > g->last_line + TB_TAIL)
-        continue;
-      const ddx_rule_t *r = &b->cat->rules[h->rule];
-      /* a progress line (a tqdm bar glued to "Traceback") ends nothing,
-       * nor does weak evidence (an exit status, a bare frame, a generic
-       * ERROR line) */
-      const ddx_pattern_t *sig = &r->sigs[h->pattern];
-      if (r->trigger != DDX_TRIGGER_MATCH || sig->fallback ||
-          sig_severity(r, sig) < DDX_SEV_WARNING)
-        continue;
+    size_t lo = 0, hi = n; /* first hit at or after (input, first_line) */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      const ddx_hit_t *x = &hits[idx[mid]];
+      if (x->input < g->input || (x->input == g->input && x->line < g->first_line))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (size_t i = lo; i < n && !g->explained; i++) {
+      const ddx_hit_t *h = &hits[idx[i]];
+      if (h->input != g->input || h->line > g->last_line + TB_TAIL) break;
       g->explained = frame_rank_ok(&lane, h);
     }
   }
+  free(idx);
+  return 0;
 }
 
 /* The phase of a traceback: its innermost frame that the table places. */
@@ -1780,7 +1802,7 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   if (!b.aggs || !b.ix || (s->frames.len && !b.frames)) goto done;
   resolve_lines(&b);
   if ((rc = group_tracebacks(&b))) goto done;
-  mark_explained(&b);
+  if ((rc = mark_explained(&b))) goto done;
   if ((rc = make_incidents(&b))) goto done;
   if ((rc = infer_cut_tracebacks(&b))) goto done;
   rank_incidents(&b);
