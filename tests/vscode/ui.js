@@ -18,10 +18,22 @@ const lap = (msg) => console.log(`  [ui ${((Date.now() - t0) / 1000).toFixed(1)}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function palette(page, text) {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill('>' + text);
+  // A focused terminal can swallow F1 (its shell gets the key): when the
+  // palette does not open, leave the terminal (Escape, a click on the
+  // status bar) and open it with the other binding. Three tries.
+  for (let i = 0; ; i++) {
+    await page.keyboard.press(i === 0 ? 'F1' : 'Control+Shift+P');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      await input.fill('>' + text, { timeout: 5000 });
+      break;
+    } catch (e) {
+      if (i === 2) throw e;
+      await page.keyboard.press('Escape');
+      await page.locator('.statusbar').click({ position: { x: 5, y: 5 } }).catch(() => {});
+    }
+  }
   await page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first().waitFor({ timeout: 15000 });
   await page.keyboard.press('Enter');
 }
