@@ -1480,6 +1480,9 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
              f->local >= 0 ? " with its local rank" : "");
   else if (!strcmp(e->source, "traceback"))
     snprintf(note, cap, "rank %d: every line of the cause's traceback names it", e->rank);
+  else if (!strcmp(e->source, "launcher-local"))
+    snprintf(note, cap, "rank %d: local rank %d of %s (%d-%d), the process its launcher saw fail",
+             e->rank, e->rank - f->lo, f->host, f->lo, f->hi - 1);
   else if (!strcmp(e->source, "launcher-root-cause"))
     snprintf(note, cap, "rank %d: the launcher's root cause (first observed failure)", e->rank);
   else if (!strcmp(e->source, "launcher-first-failure"))
@@ -1535,7 +1538,15 @@ static void resolve_rank(build_t *b) {
       per_node_agent || (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC));
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
-    if (c->rule->role != DDX_ROLE_WRAPPER || c->rank < 0) continue;
+    if (c->rule->role != DDX_ROLE_WRAPPER) continue;
+    if (c->rank < 0 && c->local_rank >= 0 && f.hi > 0 && !strcmp(c->first->meta.host, f.host) &&
+        c->local_rank < f.hi - f.lo && (f.local < 0 || f.local == c->local_rank)) {
+      /* the launcher on the cause's own node names the failed process's
+       * local rank (spawn's "-- Process N terminated", torchrun's agent) */
+      add_evidence(&ev, &f, "launcher-local", f.lo + c->local_rank, 0.7, true);
+      continue;
+    }
+    if (c->rank < 0) continue;
     int32_t cr = c->rank;
     if ((c->first->meta.dialects & DDX_DIALECT_SRUN) && srun_nodes && c->local_rank >= 0 &&
         c->first->meta.rank == cr) { /* the agent's line under srun -l: its id is the node */
