@@ -410,6 +410,7 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
                            const ddx_vec_t *pairs, const ddx_layout_t *layout) {
   if (inc->rank >= 0) return;
   char note[200] = "";
+  const char *src = NULL;
   long pid = event_pid(inc->hit);
   if (pid <= 0) { /* another event of the incident may name it */
     const char *v = ddx_incident_fact(inc, "pid");
@@ -421,6 +422,7 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
       inc->rank = pr[i].rank;
       if (inc->local_rank < 0) inc->local_rank = pr[i].local_rank;
       snprintf(note, sizeof note, "rank from process id %ld, named by the launcher", pid);
+      src = "launcher-pid";
       if (pr[i].rank >= 0) break;
     }
   if (inc->rank < 0 && pid > 0) {
@@ -432,6 +434,7 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
       snprintf(note, sizeof note,
                "rank from process id %ld, spawned by the launcher as local rank %d%s%s", pid, local,
                host[0] ? " on " : "", host);
+      src = "launcher-pid";
     }
   }
   if (inc->rank < 0 && inc->local_rank >= 0) {
@@ -449,10 +452,14 @@ static void place_incident(ddx_diagnosis_t *d, ddx_incident_t *inc, const ddx_ve
       inc->rank = found;
       snprintf(note, sizeof note, "local rank %d is rank %d by the launcher's own table",
                inc->local_rank, inc->rank);
+      src = "launcher-table";
     }
   }
   if (inc->rank < 0 && inc->ranks.n == 1) inc->rank = inc->ranks.v[0];
-  if (inc->rank >= 0 && note[0]) inc->rank_note = ddx_arena_strdup(&d->arena, note);
+  if (inc->rank >= 0 && note[0]) {
+    inc->rank_note = ddx_arena_strdup(&d->arena, note);
+    inc->rank_source = src;
+  }
 }
 
 /* Tiers of causes: host-level evidence (the kernel OOM killer, Xid/ECC)
@@ -618,6 +625,7 @@ static void infer_silent_rank(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incid
            "stuck rank(s)",
            inc->ranks.n, world, rs);
   inc->rank_note = ddx_arena_strdup(&d->arena, note);
+  inc->rank_source = "inference";
   if (silent.n == 1) inc->rank = silent.v[0];
   ddx_rankset_free(&silent);
 }
@@ -661,6 +669,7 @@ static void note_quiet_ranks(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
            "look at what %s was doing (py-spy dump)",
            rs, seen - inc->quiet_first.n, inc->quiet_first.n == 1 ? "it" : "they");
   inc->rank_note = ddx_arena_strdup(&d->arena, note);
+  inc->rank_source = "inference";
   if (inc->quiet_first.n == 1) inc->rank = inc->quiet_first.v[0];
 }
 
@@ -842,6 +851,7 @@ static int make_incidents(build_t *b) {
                "fell behind first",
                rs, (long long)g->min_seq, (long long)g->max_seq);
       inc->rank_note = ddx_arena_strdup(&d->arena, note);
+      inc->rank_source = "inference";
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];
     }
     place_incident(d, inc, &b->pids, &b->pairs, b->s->layout);
@@ -1436,12 +1446,11 @@ static int32_t traceback_rank(const ddx_incident_t *p) {
 
 /* Where the rank the incident was placed on so far came from. */
 static const char *placed_source(const ddx_incident_t *p, double *w) {
-  const char *n = p->rank_note;
+  const char *n = p->rank_source;
   if (p->hit->meta.rank >= 0 && p->hit->meta.rank == p->rank) return *w = 1.0, "prefix";
   if (ddx_hit_fact(p->hit, "rank")) return *w = 0.95, "capture";
-  if (n && strstr(n, "process id")) return *w = 0.85, "launcher-pid";
-  if (n && strstr(n, "table")) return *w = 0.85, "launcher-table";
-  if (n && !strncmp(n, "inference", 9)) return *w = 0.7, "inference";
+  if (n && !strcmp(n, "inference")) return *w = 0.7, n;
+  if (n) return *w = 0.85, n; /* launcher-pid, launcher-table */
   if (p->local_rank >= 0) return *w = 0.9, "layout";
   return *w = 0.8, "events";
 }
@@ -1455,9 +1464,7 @@ static int cmp_evidence(const void *pa, const void *pb) {
 
 /* The one rank of the world, or of the incident's node, that reports no
  * collateral (every other rank only waited); -1 when not exactly one. */
-static int32_t complement_rank(const build_t *b, const ddx_incident_t *p, const rank_frame_t *f,
-                               ddx_rankset_t *cand) {
-  (void)p;
+static int32_t complement_rank(const build_t *b, const rank_frame_t *f, ddx_rankset_t *cand) {
   const ddx_rankset_t *rep = f->waiting;
   int32_t world = world_size_seen(b->s);
   if (rep->n >= 2 && world > 0 && world <= 1 << 20) {
@@ -1574,7 +1581,7 @@ static void resolve_rank(build_t *b) {
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
   ddx_rankset_t cand = {0};
-  int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, p, &f, &cand) : -1;
+  int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, &f, &cand) : -1;
   if (comp >= 0) add_evidence(&ev, &f, "complement", comp, f.hi > 0 ? 0.8 : 0.75, true);
   if (ev.len > 1) qsort(ev.data, ev.len, sizeof(ddx_rank_evidence_t), cmp_evidence);
   const ddx_rank_evidence_t *e = ev.data;

@@ -61,6 +61,9 @@ typedef struct ddx_incident {
   const char **missing;
   size_t nmissing;
   const char *rank_note;      /* how the rank was found, when inferred */
+  const char *rank_source;    /* the rank_evidence source the rank was placed
+                                 by before resolve_rank (launcher-pid,
+                                 launcher-table, inference), or NULL */
   const ddx_frame_t **frames; /* the traceback that ends at the initiating
                                  line, outermost first (same rank only) */
   size_t nframes;
