@@ -23,6 +23,8 @@
  * division before _batch_assertion; fp16 and bf16 both enabled asserts. */
 #include "ddx/dscheck.h"
 
+#include "ddx/file.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "ddx/diagnose.h"
+#include "ddx/file.h"
 #include "ddx/layout.h"
 #include "ddx/report.h"
 #include "ddx/scan.h"
@@ -510,7 +511,7 @@ static void watch_add_files(live_t *lv) {
     ddx_vec_t paths;
     ddx_vec_init(&paths, sizeof(char *));
     ddx_error_t err;
-    if (ddx_list_inputs(lv->roots[r], &paths, 10000, &err) == 0) {
+    if (ddx_list_inputs(lv->roots[r], &paths, 10000, NULL, &err) == 0) {
       for (size_t i = 0; i < paths.len; i++) {
         char *p = DDX_VEC_AT(&paths, char *, i);
         bool known = false;

@@ -8,6 +8,8 @@
  * and what a log says about the job (DeepSpeed's config print). */
 #include "ddx/lsp.h"
 
+#include "ddx/file.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,38 +201,31 @@ const ddx_dscheck_t *ddx_lsp_cfg_schema(ddx_lsp_server_t *s) {
   return s->dscheck;
 }
 
-static char *lsp_read_file(const char *path, size_t max, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  char buf[8192];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0 && b.len <= max)
-    ddx_sb_putn(&b, buf, n);
-  fclose(f);
-  if (b.len > max || !b.s) {
-    ddx_sb_free(&b);
-    return NULL;
-  }
-  *len = b.len;
-  return ddx_sb_take(&b);
-}
+/* The search for a model's config.json, on the thread pool: it lists and
+ * reads files, which the loop thread never does. The worker has its own
+ * copy of the folders and writes only its result. */
+typedef struct lsp_model_job {
+  uv_work_t req;
+  ddx_lsp_server_t *s;
+  char **folders; /* NULL-terminated copy */
+  double params;  /* out */
+  char from[512]; /* out */
+} lsp_model_job_t;
 
 /* A model's config.json at the top of a workspace folder or one level
- * below (sorted, first that names a model wins). */
-static void lsp_find_model(ddx_lsp_server_t *s) {
-  s->model_scanned = true;
-  s->model_ws_params = 0;
-  s->model_ws_from[0] = 0;
-  for (size_t f = 0; f < s->nfolders && !s->model_ws_params; f++) {
+ * below (sorted, first that names a model wins), each read the safe way
+ * (ddx_file_read: a regular file of at most 1 MiB; a FIFO or a link to
+ * /dev/stdin is refused, not waited on). */
+static void lsp_model_work(uv_work_t *req) {
+  lsp_model_job_t *j = req->data;
+  for (char **fp = j->folders; *fp && !j->params; fp++) {
     char **names = NULL;
     size_t n = 0, cap = 0;
-    DIR *dp = opendir(s->folders[f]);
+    DIR *dp = opendir(*fp);
     struct dirent *e;
     ddx_sb_t p;
     ddx_sb_init(&p);
-    ddx_sb_printf(&p, "%s/config.json", s->folders[f]);
+    ddx_sb_printf(&p, "%s/config.json", *fp);
     if (p.s) {
       names = malloc(8 * sizeof *names);
       cap = names ? 8 : 0;
@@ -247,7 +242,7 @@ static void lsp_find_model(ddx_lsp_server_t *s) {
         cap = nc;
       }
       ddx_sb_init(&p);
-      ddx_sb_printf(&p, "%s/%s/config.json", s->folders[f], e->d_name);
+      ddx_sb_printf(&p, "%s/%s/config.json", *fp, e->d_name);
       if (p.s) names[n++] = ddx_sb_take(&p);
       ddx_sb_free(&p);
     }
@@ -255,18 +250,73 @@ static void lsp_find_model(ddx_lsp_server_t *s) {
     if (n > 1) qsort(names + 1, n - 1, sizeof *names, lsp_cmp_cstr);
     for (size_t k = 0; k < n; k++) {
       size_t len = 0;
-      char *txt = s->model_ws_params ? NULL : lsp_read_file(names[k], (size_t)1 << 20, &len);
+      char *txt = NULL;
+      ddx_error_t err = {0};
+      ddx_file_opts_t o = {.max_bytes = (size_t)1 << 20, .what = "model config"};
+      if (!j->params && ddx_file_read(names[k], &o, &txt, &len, &err) != 0) txt = NULL;
       char how[256];
       double params = 0;
       if (txt && ddx_dscheck_model_params(txt, len, &params, how, sizeof how)) {
-        s->model_ws_params = params;
-        snprintf(s->model_ws_from, sizeof s->model_ws_from, "%.250s (%.200s)", names[k], how);
+        j->params = params;
+        snprintf(j->from, sizeof j->from, "%.250s (%.200s)", names[k], how);
       }
       free(txt);
       free(names[k]);
     }
     free(names);
   }
+}
+
+static void lsp_model_job_free(lsp_model_job_t *j) {
+  for (char **f = j->folders; f && *f; f++)
+    free(*f);
+  free(j->folders);
+  free(j);
+}
+
+static void lsp_find_model(ddx_lsp_server_t *s);
+
+static void lsp_model_done(uv_work_t *req, int status) {
+  lsp_model_job_t *j = req->data;
+  ddx_lsp_server_t *s = j->s;
+  s->model_job = NULL;
+  if (s->exiting || status == UV_ECANCELED) {
+    lsp_model_job_free(j);
+    return;
+  }
+  if (!s->model_scanned) { /* the folders changed meanwhile: search again */
+    lsp_model_job_free(j);
+    lsp_find_model(s);
+    return;
+  }
+  s->model_ws_params = j->params;
+  snprintf(s->model_ws_from, sizeof s->model_ws_from, "%s", j->from);
+  lsp_model_job_free(j);
+  ddx_lsp_cfg_check_all(s); /* configs waiting for the model are checked now */
+}
+
+/* Starts the search (once at a time); its result arrives in
+ * lsp_model_done. */
+static void lsp_find_model(ddx_lsp_server_t *s) {
+  s->model_scanned = true;
+  if (s->model_job) return;
+  s->model_ws_params = 0;
+  s->model_ws_from[0] = 0;
+  lsp_model_job_t *j = calloc(1, sizeof *j);
+  if (j) j->folders = calloc(s->nfolders + 1, sizeof *j->folders);
+  bool ok = j && j->folders;
+  for (size_t f = 0; ok && f < s->nfolders; f++)
+    ok = (j->folders[f] = strdup(s->folders[f])) != NULL;
+  if (ok) {
+    j->s = s;
+    j->req.data = j;
+    ok = uv_queue_work(&s->loop, &j->req, lsp_model_work, lsp_model_done) == 0;
+  }
+  if (!ok) {
+    if (j) lsp_model_job_free(j);
+    return;
+  }
+  s->model_job = j;
 }
 
 void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_src_t *src) {
@@ -323,6 +373,12 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
     if (d->cfg_published) lsp_cfg_publish(s, d, json_array());
     d->cfg_published = false;
     return;
+  }
+  if (s->model_params <= 0 && (!s->model_scanned || s->model_job)) {
+    /* The model's config.json is being looked for (on a worker): this
+     * document is checked when it is found or not (lsp_model_done). */
+    if (!s->model_scanned) lsp_find_model(s);
+    if (s->model_job) return;
   }
   ddx_dscheck_facts_t f;
   ddx_lsp_cfg_src_t src;

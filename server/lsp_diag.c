@@ -11,6 +11,8 @@
 #include "ddx/lsp.h"
 #include "ddx/split.h"
 
+#include "ddx/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -138,6 +140,36 @@ static int lsp_on_read(void *ctx, size_t n) {
   return atomic_load(&j->cancel);
 }
 
+/* A FILE job's file, opened here on the pool thread, never on the loop:
+ * non-blocking, a regular file only (a FIFO or device swapped in after the
+ * request is refused, not waited on), and inside the workspace folders by
+ * the real path of the descriptor opened, not by the name asked for. */
+static int lsp_scan_file(ddx_lsp_job_t *j, ddx_scan_t *scan, size_t threads) {
+  ddx_file_opts_t o = {.what = "log"};
+  struct stat st;
+  int fd = ddx_file_open(j->path, &o, &st, &j->err);
+  if (fd < 0) return fd;
+  int rc = 0;
+  if (j->folders) {
+    char *real = ddx_file_realpath(fd, j->path);
+    bool in = false;
+    for (char **f = j->folders; real && *f && !in; f++)
+      in = ddx_path_within(real, *f);
+    if (!in)
+      rc = ddx_error_set(&j->err, DDX_EINVAL,
+                         "ddx.diagnoseFile: %s is outside the workspace folders (allow it with "
+                         "the setting ddx.diagnoseFile.allowOutsideWorkspace)",
+                         real ? real : j->path);
+    free(real);
+  }
+  if (!rc) {
+    j->total = (uint64_t)st.st_size;
+    rc = ddx_split_scan_fd(scan, fd, &st, j->path, threads, DDX_SPLIT_MIN_DEFAULT, &j->err);
+  }
+  close(fd);
+  return rc;
+}
+
 static void lsp_work(uv_work_t *req) {
   ddx_lsp_job_t *j = req->data;
   ddx_lsp_result_t *r = calloc(1, sizeof *r);
@@ -160,7 +192,7 @@ static void lsp_work(uv_work_t *req) {
     threads = threads > 2 ? threads - 1 : 1;
     r->scan.on_read = lsp_on_read;
     r->scan.on_read_ctx = j;
-    rc = ddx_split_scan(&r->scan, j->path, threads, DDX_SPLIT_MIN_DEFAULT, &j->err);
+    rc = lsp_scan_file(j, &r->scan, threads);
     if (rc && atomic_load(&j->cancel)) ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
   } else {
     const char *name = j->uri ? ddx_lsp_basename(j->uri) : "text";
@@ -179,6 +211,8 @@ static void lsp_work(uv_work_t *req) {
   }
   if (!rc && atomic_load(&j->cancel)) rc = ddx_error_set(&j->err, DDX_EINVAL, "cancelled");
   if (!rc) rc = ddx_diagnose(&r->diag, &r->scan, &j->err);
+  /* A document keeps its result while open: the scanner's buffers go. */
+  if (!rc) ddx_scan_trim(&r->scan);
   if (!rc && j->text)
     ddx_lsp_logfacts_from_text(j->text->data, j->text->len, &r->facts);
   else if (!j->err.msg[0])
@@ -421,6 +455,9 @@ static void lsp_job_free(ddx_lsp_job_t *j) {
   json_decref(j->req_id);
   json_decref(j->token);
   free(j->path);
+  for (char **f = j->folders; f && *f; f++)
+    free(*f);
+  free(j->folders);
   free(j->uri);
   free(j);
 }
@@ -621,6 +658,20 @@ static json_t *lsp_cmd_diagnose_text(ddx_lsp_server_t *s, json_t *params, ddx_ls
   return NULL;
 }
 
+/* The workspace folders, NULL-terminated, for a worker to check against. */
+static char **lsp_folders_copy(const ddx_lsp_server_t *s) {
+  char **v = calloc(s->nfolders + 1, sizeof *v);
+  for (size_t i = 0; v && i < s->nfolders; i++) {
+    if (!(v[i] = strdup(s->folders[i]))) {
+      for (size_t k = 0; k < i; k++)
+        free(v[k]);
+      free(v);
+      return NULL;
+    }
+  }
+  return v;
+}
+
 static json_t *lsp_cmd_diagnose_file(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   json_t *juri = lsp_arg(params, "uri");
   if (!json_is_string(juri))
@@ -629,36 +680,19 @@ static json_t *lsp_cmd_diagnose_file(ddx_lsp_server_t *s, json_t *params, ddx_ls
   char *path = ddx_lsp_uri_to_path(json_string_value(juri));
   if (!path)
     return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "ddx.diagnoseFile: not a local file URI");
-  char *real = realpath(path, NULL);
-  free(path);
-  if (!real)
-    return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "ddx.diagnoseFile: %s", strerror(errno));
-  if (!s->allow_outside && !ddx_lsp_path_in_workspace(s, real)) {
-    json_t *r = ddx_lsp_fail(
-        call, DDX_LSP_REQUEST_FAILED,
-        "ddx.diagnoseFile: %s is outside the workspace folders (allow it with the setting "
-        "ddx.diagnoseFile.allowOutsideWorkspace)",
-        real);
-    free(real);
-    return r;
-  }
-  struct stat st;
-  if (stat(real, &st) || !S_ISREG(st.st_mode)) {
-    free(real);
-    return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "ddx.diagnoseFile: not a regular file");
-  }
   if (!s->cat) {
-    free(real);
+    free(path);
     return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "the rule catalog is not loaded");
   }
+  /* Nothing is opened here: the worker opens and checks the file. */
   ddx_lsp_job_t *j = lsp_job_new(s, DDX_LSP_JOB_FILE);
-  if (!j) {
-    free(real);
+  if (!j || (!s->allow_outside && !(j->folders = lsp_folders_copy(s)))) {
+    if (j) lsp_job_free(j);
+    free(path);
     return ddx_lsp_fail(call, DDX_LSP_INTERNAL_ERROR, "out of memory");
   }
-  j->path = real;
+  j->path = path;
   j->uri = strdup(json_string_value(juri));
-  j->total = (uint64_t)st.st_size;
   j->req_id = json_incref(call->id);
   if (!j->uri || lsp_job_queue(s, j)) {
     lsp_job_free(j);

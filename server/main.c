@@ -15,6 +15,7 @@
 #include "ddx/diagnose.h"
 #include "ddx/dscheck.h"
 #include "ddx/events.h"
+#include "ddx/file.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/report.h"
@@ -110,6 +111,37 @@ static void free_inputs(ddx_vec_t *v) {
   ddx_vec_free(v);
 }
 
+#define DDX_CLI_MAX_INPUTS 1000000 /* input files in all; past it a clear error */
+
+/* The inputs named by args (const char *): folders expanded to the logs
+ * under them (cycle-safe, bounded: ddx_list_inputs), files as named (an
+ * events file for merge). Entries under a folder that are not regular
+ * files are skipped and counted on stderr. Returns 0 or the exit code. */
+static int cli_expand_inputs(const ddx_vec_t *args, bool merge, ddx_vec_t *inputs) {
+  size_t skipped = 0;
+  for (size_t i = 0; i < args->len; i++) {
+    const char *a = DDX_VEC_AT(args, const char *, i);
+    ddx_error_t lerr = {0};
+    int rc = 0;
+    if (merge) {
+      char **slot = ddx_vec_push(inputs);
+      if (!slot || !(*slot = strdup(a))) rc = ddx_error_set(&lerr, DDX_ENOMEM, "out of memory");
+    } else {
+      rc = ddx_list_inputs(a, inputs, DDX_CLI_MAX_INPUTS - inputs->len, &skipped, &lerr);
+    }
+    if (rc) {
+      fprintf(stderr, "ddx: %s\n", lerr.msg);
+      free_inputs(inputs);
+      return 2;
+    }
+  }
+  if (skipped)
+    fprintf(stderr, "ddx: skipped %zu entr%s under the folders that %s not regular files "
+            "(FIFOs, devices, sockets or dangling links)\n",
+            skipped, skipped == 1 ? "y" : "ies", skipped == 1 ? "is" : "are");
+  return 0;
+}
+
 /* merge: the inputs are event files written by --events-out. */
 static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   const char *format = "text";
@@ -117,28 +149,28 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   bool evidence = false;
   const char *events_out = NULL;
   int color = -1;
-  const char *files[4096];
-  size_t nfiles = 0;
+  ddx_vec_t files; /* const char *: the arguments that name inputs, any number */
+  ddx_vec_init(&files, sizeof(const char *));
   ddx_vec_t inputs; /* files, folders expanded to the logs under them */
   ddx_vec_init(&inputs, sizeof(char *));
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
-      if (++i >= argc) return usage("--format needs a value");
+      if (++i >= argc) return ddx_vec_free(&files), usage("--format needs a value");
       format = argv[i];
     } else if (!strncmp(a, "--format=", 9)) {
       format = a + 9;
     } else if (!strcmp(a, "--rules")) {
-      if (++i >= argc) return usage("--rules needs a folder");
+      if (++i >= argc) return ddx_vec_free(&files), usage("--rules needs a folder");
       if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[i];
     } else if (!strcmp(a, "--events-out") && !merge) {
-      if (++i >= argc) return usage("--events-out needs a file");
+      if (++i >= argc) return ddx_vec_free(&files), usage("--events-out needs a file");
       events_out = argv[i];
     } else if (!strcmp(a, "--threads") && !merge) {
-      if (++i >= argc) return usage("--threads needs a number");
+      if (++i >= argc) return ddx_vec_free(&files), usage("--threads needs a number");
       char *end;
       long t = strtol(argv[i], &end, 10);
-      if (*end || t < 1 || t > DDX_SPLIT_MAX_THREADS) return usage("--threads must be 1 to 16");
+      if (*end || t < 1 || t > DDX_SPLIT_MAX_THREADS) return ddx_vec_free(&files), usage("--threads must be 1 to 16");
       threads = (size_t)t;
     } else if (!strcmp(a, "--evidence")) {
       evidence = true;
@@ -148,29 +180,26 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
       color = 0;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "ddx: unknown option %s\n", a);
-      return usage(NULL);
-    } else if (nfiles < 4096) {
-      files[nfiles++] = a;
+      return ddx_vec_free(&files), usage(NULL);
+    } else {
+      const char **slot = ddx_vec_push(&files);
+      if (!slot) {
+        ddx_vec_free(&files);
+        fprintf(stderr, "ddx: out of memory\n");
+        return 2;
+      }
+      *slot = a;
     }
   }
   if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "sarif"))
-    return usage("--format must be text, json or sarif");
-  if (nfiles == 0) return usage("diagnose needs a FILE, a folder or - for stdin");
-  for (size_t i = 0; i < nfiles; i++) {
-    ddx_error_t lerr = {0};
-    if (merge) {
-      char **slot = ddx_vec_push(&inputs);
-      if (slot) *slot = strdup(files[i]);
-      continue;
-    }
-    if (ddx_list_inputs(files[i], &inputs, 100000, &lerr)) {
-      fprintf(stderr, "ddx: %s\n", lerr.msg);
-      free_inputs(&inputs);
-      return 2;
-    }
-  }
+    return ddx_vec_free(&files), usage("--format must be text, json or sarif");
+  if (files.len == 0)
+    return ddx_vec_free(&files), usage("diagnose needs a FILE, a folder or - for stdin");
+  int rc = cli_expand_inputs(&files, merge, &inputs);
+  ddx_vec_free(&files);
+  if (rc) return rc;
   ddx_catalog_t *cat;
-  int rc = load_catalog(c, &cat);
+  rc = load_catalog(c, &cat);
   if (rc) {
     free_inputs(&inputs);
     return rc;
@@ -178,6 +207,7 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   ddx_scan_t scan;
   if (ddx_scan_init(&scan, cat)) {
     ddx_catalog_free(cat);
+    free_inputs(&inputs);
     fprintf(stderr, "ddx: out of memory\n");
     return 2;
   }
@@ -536,7 +566,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   char *text;
   size_t len;
   ddx_dscheck_result_t res;
-  int rc = ddx_read_file(file, &text, &len, &err);
+  ddx_file_opts_t fo = {.allow_pipe = true, .max_bytes = DDX_FILE_CAP_CONFIG, .what = "ds_config"};
+  int rc = ddx_file_read(file, &fo, &text, &len, &err);
   bool read = !rc;
   if (read) rc = ddx_dscheck_run(chk, text, len, &facts, &res, &err);
   if (rc) {
@@ -608,7 +639,20 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   return errors ? 1 : 0;
 }
 
-int main(int argc, char **argv) {
+/* The command's exit code, or 2 with a message when its output could not
+ * be written (a full disk, a closed pipe): an answer is never lost
+ * silently. */
+static int finish_output(int rc) {
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    int e = errno;
+    fprintf(stderr, "ddx: cannot write the output: %s\n", e ? strerror(e) : "write error");
+    return 2;
+  }
+  return rc;
+}
+
+static int run_command(int argc, char **argv) {
   cli_t c = {0};
   if (argc < 2) return usage(NULL);
   const char *cmd = argv[1];
@@ -630,4 +674,9 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr, "ddx: unknown command \"%s\"\n", cmd);
   return usage(NULL);
+}
+
+int main(int argc, char **argv) {
+  int rc = run_command(argc, argv);
+  return finish_output(rc);
 }

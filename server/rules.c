@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "ddx/rules.h"
 
+#include "ddx/file.h"
 #include "ddx/layout.h"
 
 #include <errno.h>
@@ -879,6 +880,8 @@ static int finish_catalog(ddx_catalog_t *cat, int rc, ddx_catalog_t **out, ddx_e
   return 0;
 }
 
+#define DDX_RULES_MAX_FILES 10000 /* rule and phase files in all the folders */
+
 int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npaths,
                      ddx_error_t *err) {
   *out = NULL;
@@ -889,14 +892,15 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   ddx_vec_init(&files, sizeof(char *));
   int rc = 0;
   for (size_t i = 0; i < npaths && !rc; i++)
-    rc = ddx_list_files(paths[i], is_rule_file, &files, 100000, err);
+    rc = ddx_walk_files(paths[i], is_rule_file, &files, DDX_RULES_MAX_FILES, NULL, err);
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
   if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
   for (size_t i = 0; i < files.len && !rc; i++) {
     const char *file = DDX_VEC_AT(&files, char *, i);
     char *text = NULL;
     size_t len = 0;
-    rc = ddx_read_file(file, &text, &len, err);
+    ddx_file_opts_t fo = {.max_bytes = DDX_FILE_CAP_RULE, .what = "rule file"};
+    rc = ddx_file_read(file, &fo, &text, &len, err);
     if (!rc) rc = add_rule_text(cat, file, text, len, err);
     free(text);
   }

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "ddx/scan.h"
 
+#include "ddx/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -111,6 +113,31 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->ctx_file_seen);
   ddx_arena_free(&s->arena);
   memset(s, 0, sizeof *s);
+}
+
+void ddx_scan_trim(ddx_scan_t *s) {
+  free(s->buf), s->buf = NULL;
+  free(s->norm), s->norm = NULL;
+  free(s->raw), s->raw = NULL;
+  free(s->layout), s->layout = NULL;
+  if (s->md) ddx_match_data_free(s->md);
+  s->md = NULL;
+  for (size_t r = 0; s->pending && r < s->cat->nrules; r++)
+    free(s->pending[r].text);
+  free(s->pending), s->pending = NULL;
+  for (size_t r = 0; s->progress && r < s->cat->nrules; r++) {
+    free(s->progress[r].line);
+    free(s->progress[r].ts);
+    free(s->progress[r].input);
+    free(s->progress[r].block);
+  }
+  free(s->progress), s->progress = NULL;
+  ddx_vec_free(&s->cands);
+  ddx_vec_free(&s->cands_tmp);
+  ddx_vec_free(&s->deferred);
+  ddx_vec_free(&s->ctx_ring);
+  free(s->ctx_file_seen), s->ctx_file_seen = NULL;
+  /* hits stay where they are: a diagnosis points into them */
 }
 
 int ddx_scan_begin(ddx_scan_t *s, const char *name) {
@@ -1059,28 +1086,25 @@ static int scan_fd(ddx_scan_t *s, int fd, const char *path, const char *name, ui
 }
 
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err) {
-  bool in = strcmp(path, "-") == 0;
-  int fd = in ? 0 : open(path, O_RDONLY);
-  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
-  int rc = scan_fd(s, fd, path, in ? "<stdin>" : path, 0, UINT64_MAX, err);
-  if (!in) close(fd);
-  return rc;
-}
-
-int ddx_scan_path_range(ddx_scan_t *s, const char *path, uint64_t from, uint64_t to,
-                        ddx_error_t *err) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return ddx_error_set(err, DDX_EIO, "%s: %s", path, strerror(errno));
-  int rc = scan_fd(s, fd, path, path, from, to, err);
+  if (!strcmp(path, "-")) return scan_fd(s, 0, path, "<stdin>", 0, UINT64_MAX, err);
+  ddx_file_opts_t o = {.allow_pipe = true, .what = "log"};
+  struct stat st;
+  int fd = ddx_file_open(path, &o, &st, err);
+  if (fd < 0) return fd;
+  int rc = scan_fd(s, fd, path, path, 0, UINT64_MAX, err);
   close(fd);
   return rc;
 }
 
-size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds) {
+int ddx_scan_fd_range(ddx_scan_t *s, int fd, const char *path, uint64_t from, uint64_t to,
+                      ddx_error_t *err) {
+  return scan_fd(s, fd, path, path, from, to, err);
+}
+
+size_t ddx_scan_plan(int fd, uint64_t size, size_t n, uint64_t *bounds) {
   size_t k = 0;
   bounds[0] = 0;
-  int fd = n > 1 ? open(path, O_RDONLY) : -1;
-  char *win = fd >= 0 ? malloc(65536) : NULL;
+  char *win = n > 1 ? malloc(65536) : NULL;
   for (size_t i = 1; win && i < n; i++) {
     /* the first \n at or after the nominal cut, looked for within 1 MiB */
     uint64_t at = size / n * i;
@@ -1095,7 +1119,6 @@ size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds
     if (cut && cut < size && cut > bounds[k]) bounds[++k] = cut;
   }
   free(win);
-  if (fd >= 0) close(fd);
   bounds[++k] = size;
   return k;
 }

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
+
+#include "ddx/file.h"
 
 size_t ddx_split_threads(void) {
   unsigned cpus = uv_available_parallelism();
@@ -15,6 +18,7 @@ size_t ddx_split_threads(void) {
 /* One part of a big file, scanned on its own thread. */
 typedef struct part {
   ddx_scan_t scan;
+  int fd;
   const char *path;
   uint64_t from, to;
   int rc;
@@ -25,25 +29,36 @@ typedef struct part {
 
 static void part_run(void *arg) {
   part_t *p = arg;
-  p->rc = ddx_scan_path_range(&p->scan, p->path, p->from, p->to, &p->err);
+  p->rc = ddx_scan_fd_range(&p->scan, p->fd, p->path, p->from, p->to, &p->err);
 }
 
 int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t split_min,
                    ddx_error_t *err) {
+  if (!strcmp(path, "-")) return ddx_scan_path(scan, path, err);
+  ddx_file_opts_t o = {.allow_pipe = true, .what = "log"};
   struct stat st;
-  if (threads < 2 || !strcmp(path, "-") || stat(path, &st) || !S_ISREG(st.st_mode) ||
-      (uint64_t)st.st_size < split_min)
-    return ddx_scan_path(scan, path, err);
+  int fd = ddx_file_open(path, &o, &st, err);
+  if (fd < 0) return fd;
+  int rc = ddx_split_scan_fd(scan, fd, &st, path, threads, split_min, err);
+  close(fd);
+  return rc;
+}
+
+int ddx_split_scan_fd(ddx_scan_t *scan, int fd, const struct stat *st, const char *path,
+                      size_t threads, uint64_t split_min, ddx_error_t *err) {
+  if (threads < 2 || !S_ISREG(st->st_mode) || (uint64_t)st->st_size < split_min)
+    return ddx_scan_fd_range(scan, fd, path, 0, UINT64_MAX, err);
   if (threads > DDX_SPLIT_MAX_THREADS) threads = DDX_SPLIT_MAX_THREADS;
   uint64_t bounds[DDX_SPLIT_MAX_THREADS + 1];
-  size_t n = ddx_scan_plan(path, (uint64_t)st.st_size, threads, bounds);
-  if (n < 2) return ddx_scan_path(scan, path, err);
+  size_t n = ddx_scan_plan(fd, (uint64_t)st->st_size, threads, bounds);
+  if (n < 2) return ddx_scan_fd_range(scan, fd, path, 0, UINT64_MAX, err);
   part_t *parts = calloc(n, sizeof *parts);
   if (!parts) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   size_t started = 0;
   int rc = 0;
   for (size_t i = 1; i < n && !rc; i++) {
     part_t *p = &parts[i];
+    p->fd = fd;
     p->path = path;
     p->from = bounds[i];
     p->to = bounds[i + 1];
@@ -57,7 +72,7 @@ int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t 
     p->threaded = uv_thread_create(&p->tid, part_run, p) == 0;
     if (!p->threaded) part_run(p); /* no thread: scan it here */
   }
-  if (!rc) rc = ddx_scan_path_range(scan, path, 0, bounds[1], err);
+  if (!rc) rc = ddx_scan_fd_range(scan, fd, path, 0, bounds[1], err);
   for (size_t i = 1; i <= started; i++) {
     part_t *p = &parts[i];
     if (p->threaded) uv_thread_join(&p->tid);

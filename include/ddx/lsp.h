@@ -140,10 +140,12 @@ struct ddx_lsp_job {
   int kind;
   atomic_int cancel;        /* set by the loop thread */
   atomic_ullong done;       /* bytes scanned so far */
-  uint64_t total;           /* bytes to scan (0 unknown) */
+  atomic_ullong total;      /* bytes to scan (0 unknown); FILE: set by the worker */
   ddx_lsp_catalog_t *cat;   /* in */
   ddx_lsp_text_t *text;     /* in: snapshot (DOC, TEXT) */
-  char *path;               /* in: file to stream (FILE) */
+  char *path;               /* in: file to stream (FILE), opened and checked by the worker */
+  char **folders;           /* in (FILE, unless allow_outside): the workspace folders'
+                               real paths, NULL-terminated, the worker's own copy */
   char *uri;                /* the document or file it is for */
   int64_t version;          /* in: document version of the snapshot */
   json_t *req_id;           /* the request to answer, or NULL */
@@ -237,7 +239,8 @@ struct ddx_lsp_server {
   /* ds_config checks */
   ddx_dscheck_t *dscheck; /* the schema, loaded on first use */
   bool dscheck_tried;
-  bool model_scanned;           /* the workspace was searched for a model config.json */
+  bool model_scanned;           /* the workspace was (or is being) searched for a model config.json */
+  void *model_job;              /* the search in flight on the pool (lsp_config.c), or NULL */
   double model_ws_params;       /* its parameter count, 0 none */
   char model_ws_from[512];      /* "config.json: num_parameters" */
   ddx_lsp_logfacts_t log_facts; /* from the last diagnosed log (ds_json unused) */

@@ -162,21 +162,31 @@ int ddx_scan_feed_lines(ddx_scan_t *s, uint32_t index, const char *data, size_t 
  * at line of input; used by the scan itself and to merge event files. */
 int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t line,
                            uint32_t input, const ddx_line_meta_t *meta);
-/* Scans a whole file ("-" is stdin) with the fixed buffer. */
+/* Scans a whole file ("-" is stdin) with the fixed buffer: a regular
+ * file or a pipe the user named, opened by ddx_file_open (a device or
+ * socket is refused). */
 int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
 /* Parallel scans of one big file: ddx_scan_plan splits [0, size) into at
  * most n ranges that end just after a \n (fewer when lines are too long
  * to cut), writing n+1 bounds and returning the number of ranges. Each
  * range is scanned by its own ddx_scan_t (one per thread, sharing the
- * immutable catalog) with ddx_scan_path_range; ddx_scan_merge then
+ * immutable catalog and the descriptor: ranges after the first are read
+ * with pread) with ddx_scan_fd_range; ddx_scan_merge then
  * appends each later range, in order, to the scan of the first, as if
  * one scan had read the whole file: line numbers and offsets continue,
  * per-rule storage caps and the newest progress event are as one scan
  * keeps them. src is left empty (its arena moves to dst). */
-size_t ddx_scan_plan(const char *path, uint64_t size, size_t n, uint64_t *bounds);
-int ddx_scan_path_range(ddx_scan_t *s, const char *path, uint64_t from, uint64_t to,
-                        ddx_error_t *err);
+size_t ddx_scan_plan(int fd, uint64_t size, size_t n, uint64_t *bounds);
+int ddx_scan_fd_range(ddx_scan_t *s, int fd, const char *path, uint64_t from, uint64_t to,
+                      ddx_error_t *err);
 int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src);
+/* After ddx_diagnose: frees the streaming buffers and the scratch (the
+ * 2 MiB read buffer, the layout, the match data, progress and pending
+ * state) and keeps only the stored results a report or an editor feature
+ * reads (hits, frames, inputs, counts, the arena). Memory then grows with
+ * what the input held, not with the scanner. The scan can no longer be
+ * fed, merged or diagnosed again; ddx_scan_free still frees it. */
+void ddx_scan_trim(ddx_scan_t *s);
 /* Scans one in-memory text as an input of its own. */
 int ddx_scan_text(ddx_scan_t *s, const char *name, const char *text, size_t len);
 

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "ddx/scan.h"
 
@@ -20,9 +21,14 @@
 size_t ddx_split_threads(void);
 
 /* Scans path into scan: in up to `threads` parts when it is a regular file
- * of split_min bytes or more, else in one pass (stdin: "-"). The scan's
- * on_read hook, if set, is called from every part's thread. */
+ * of split_min bytes or more, else in one pass (stdin: "-"; a pipe the
+ * user named is read too, a device refused: see ddx_file_open). The
+ * scan's on_read hook, if set, is called from every part's thread. */
 int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t split_min,
                    ddx_error_t *err);
+/* The same on a descriptor the caller opened and checked (st: its fstat;
+ * path names it in messages); the parts share fd (pread). */
+int ddx_split_scan_fd(ddx_scan_t *scan, int fd, const struct stat *st, const char *path,
+                      size_t threads, uint64_t split_min, ddx_error_t *err);
 
 #endif

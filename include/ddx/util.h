@@ -94,21 +94,6 @@ void ddx_rankset_free(ddx_rankset_t *s);
 /* Writes "0-6,8,10-63" into out (truncated with "..." when too long). */
 void ddx_rankset_format(const ddx_rankset_t *s, char *out, size_t cap);
 
-/* Appends path to out (a vector of malloc'd char*) when it is a file, or
- * the files under it whose name `want` accepts, in sorted order, when it
- * is a folder (8 levels deep at most, at most max_files in all). Returns
- * 0, or DDX_EIO with err naming the path that cannot be read. */
-typedef bool (*ddx_name_filter_fn)(const char *name);
-int ddx_list_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, size_t max_files,
-                   ddx_error_t *err);
-/* ddx_list_files for logs (*.log, *.out, *.err, *.txt, torchrun's
- * stdout/stderr, Slurm's slurm-*); "-" (stdin) is passed through. */
-int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, ddx_error_t *err);
-
-/* Reads a whole file ("-": stdin) into *text (malloc'd, NUL-terminated, length in
- * *len). Returns 0, or DDX_EIO with err naming the path. */
-int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err);
-
 /* A growable NUL-terminated string; the holder frees s.s (or takes it). */
 typedef struct ddx_sb {
   char *s;
