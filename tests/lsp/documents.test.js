@@ -1,11 +1,12 @@
-// Documents and diagnostics: sync (full, incremental, out of range),
+// Documents and diagnostics: sync (full, incremental, out of range, batches
+// against a reference, 50,000 changes at once), file: URIs,
 // encodings, line counting, and diagnostics that agree with the CLI.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Session, CAPS, EXAMPLE, CORPUS, uri, tmpdir, cliReport } = require('./lib');
+const { Session, CAPS, EXAMPLE, CORPUS, uri, tmpdir, cliReport, withTimeout } = require('./lib');
 
 const OOM = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 5 has a total capacity of 79.15 GiB of which 316.88 MiB is free.';
 const lspLines = (text) => text.split(/\r\n|\r|\n/);
@@ -289,4 +290,376 @@ test('NUL bytes and a long single line are diagnosed without trouble', async () 
   const p = await s.diagnosticsFor(u, { ms: 20000 });
   assert.equal(p.diagnostics[0].range.start.line, 2);
   assert.equal((await s.close()).code, 0);
+});
+
+// ------------------------------------------------- batches of incremental edits
+
+// Runs fn(s); a failure kills the server (one still busy would keep the
+// test file waiting).
+async function withSession(s, fn) {
+  try {
+    return await fn(s);
+  } catch (e) {
+    s.kill();
+    throw e;
+  }
+}
+
+// A line the hover reveals: the fact xid_text is the rest of the line, and
+// the hover's range is the whole line.
+const XID = 'NVRM: Xid (PCI:0000:3b:00): 79, ';
+
+function mulberry32(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// The reference: LSP sync applied to a JS string, lines ending at \n, \r\n
+// or a bare \r, positions in UTF-16 units or UTF-8 bytes, clamped as LSP says.
+class RefDoc {
+  constructor(text, enc) {
+    this.text = text;
+    this.enc = enc;
+  }
+  starts() {
+    const t = this.text, st = [0];
+    for (let i = 0; i < t.length; i++) if (t[i] === '\n' || (t[i] === '\r' && t[i + 1] !== '\n')) st.push(i + 1);
+    return st;
+  }
+  lines() {
+    return lspLines(this.text);
+  }
+  lineEnd(st, k) {
+    if (k + 1 >= st.length) return this.text.length;
+    let e = st[k + 1];
+    if (this.text[e - 1] === '\n') {
+      e--;
+      if (e > st[k] && this.text[e - 1] === '\r') e--;
+    } else if (this.text[e - 1] === '\r') e--;
+    return e;
+  }
+  units(s) {
+    return this.enc === 'utf-8' ? Buffer.byteLength(s) : s.length;
+  }
+  offset({ line, character }) {
+    const st = this.starts();
+    if (line >= st.length) return this.text.length;
+    const start = st[line], end = this.lineEnd(st, line);
+    let p = start, units = 0;
+    while (p < end && units < character) {
+      const cp = this.text.codePointAt(p);
+      const k = cp > 0xffff ? 2 : 1;
+      const u = this.enc === 'utf-8' ? Buffer.byteLength(String.fromCodePoint(cp)) : k;
+      if (units + u > character) {
+        if (this.enc === 'utf-8') throw new Error('generated a position inside a UTF-8 sequence');
+        break; // inside a surrogate pair: its start, as the server does
+      }
+      units += u;
+      p += k;
+    }
+    return p;
+  }
+  apply(change) {
+    if (typeof change.text !== 'string') return false;
+    if (!change.range) {
+      this.text = change.text;
+      return true;
+    }
+    const a = this.offset(change.range.start), b = this.offset(change.range.end);
+    if (a > b) return false;
+    this.text = this.text.slice(0, a) + change.text + this.text.slice(b);
+    return true;
+  }
+}
+
+const PIECES = ['x', 'y', 'z', '0', '7', ' ', 'é', '✓', '𝄞', '𝄞', '\r', '\n', '\r\n', '\r', '\n', 'ab'];
+
+function randomText(rng, n) {
+  let s = '';
+  for (let i = 0; i < n; i++) s += PIECES[Math.floor(rng() * PIECES.length)];
+  return s;
+}
+
+function randomDoc(rng, nlines) {
+  const terms = ['\n', '\r\n', '\r'];
+  let s = '';
+  for (let i = 0; i < nlines; i++) {
+    const body = randomText(rng, Math.floor(rng() * 6)).replace(/[\r\n]/g, 'z');
+    s += (rng() < 0.6 ? XID : '') + body + terms[Math.floor(rng() * terms.length)];
+  }
+  return s;
+}
+
+// A position in ref: mostly on a code point boundary of a line; sometimes
+// past the line end, past the last line, or inside a surrogate pair.
+function randomPos(rng, ref, line) {
+  const lines = ref.lines();
+  if (line === undefined) line = rng() < 0.04 ? lines.length + Math.floor(rng() * 3) : Math.floor(rng() * lines.length);
+  if (line >= lines.length) return { line, character: Math.floor(rng() * 5) };
+  const c = lines[line];
+  const x = rng();
+  if (x < 0.06) return { line, character: ref.units(c) + 1 + Math.floor(rng() * 30) };
+  const cps = Array.from(c);
+  if (x < 0.12 && ref.enc === 'utf-16') {
+    const astral = [];
+    let u = 0;
+    for (const ch of cps) {
+      if (ch.length === 2) astral.push(u + 1);
+      u += ch.length;
+    }
+    if (astral.length) return { line, character: astral[Math.floor(rng() * astral.length)] };
+  }
+  const j = Math.floor(rng() * (cps.length + 1));
+  return { line, character: ref.units(cps.slice(0, j).join('')) };
+}
+
+function randomChange(rng, ref) {
+  const lines = ref.lines();
+  const st = ref.starts();
+  const r = rng();
+  // \r\n pairs made by an edit: a \n inserted right after a bare \r ...
+  const bareCr = [];
+  for (let k = 0; k + 1 < st.length; k++) if (ref.text[st[k + 1] - 1] === '\r') bareCr.push(k);
+  if (r < 0.08 && bareCr.length) {
+    const k = bareCr[Math.floor(rng() * bareCr.length)];
+    const at = { line: k + 1, character: 0 };
+    return { range: { start: at, end: at }, text: rng() < 0.5 ? '\n' : '\n' + randomText(rng, 2) };
+  }
+  // ... or the text between them deleted
+  if (r < 0.14) {
+    const cand = bareCr.filter((k) => lines[k + 1].length > 0 && lines[k + 1].length < 6 && ref.text[ref.lineEnd(st, k + 1)] === '\n');
+    if (cand.length) {
+      const k = cand[Math.floor(rng() * cand.length)];
+      return { range: { start: { line: k + 1, character: 0 }, end: { line: k + 1, character: ref.units(lines[k + 1]) } }, text: '' };
+    }
+  }
+  // a new revealing line
+  if (r < 0.24) {
+    const at = rng() < 0.2 ? { line: lines.length + 2, character: 0 } : { line: Math.floor(rng() * lines.length), character: 0 };
+    const body = XID + randomText(rng, Math.floor(rng() * 5)).replace(/[\r\n]/g, 'y');
+    const term = ['\n', '\r\n', '\r'][Math.floor(rng() * 3)];
+    return { range: { start: at, end: at }, text: at.line >= lines.length ? term + body : body + term };
+  }
+  const start = randomPos(rng, ref);
+  let end = start;
+  if (rng() < 0.55) {
+    const l = Math.min(start.line + (rng() < 0.3 ? 1 + Math.floor(rng() * 3) : 0), lines.length);
+    end = randomPos(rng, ref, l);
+  }
+  if (ref.offset(start) > ref.offset(end)) [end] = [start];
+  // a shrinking document is mostly cut, a growing one mostly grown
+  const big = ref.text.length > 3000;
+  const n = rng() < (big ? 0.6 : 0.2) ? 0 : 1 + Math.floor(rng() * 5);
+  return { range: { start, end }, text: randomText(rng, n) };
+}
+
+// The server's text, checked against the reference: its size in bytes (the
+// trace log of each diagnosis), and every line that starts with XID through
+// a hover (range = the whole line, xid_text = the rest of it); lines without
+// it are no match at all.
+async function checkText(s, u, ref, version, what) {
+  await s.diagnosticsFor(u, { version, ms: 30000 });
+  const re = new RegExp(`^diagnosed ${u.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(version ${version}, (\\d+) bytes\\)`);
+  await s.until(() => s.logs.some((l) => re.test(l.message)), 10000, `the trace of version ${version}`);
+  const bytes = Number(re.exec(s.logs.find((l) => re.test(l.message)).message)[1]);
+  assert.equal(bytes, Buffer.byteLength(ref.text), `${what}: size in bytes`);
+  const lines = ref.lines();
+  let revealed = 0;
+  const hovers = await Promise.all(lines.map((c, k) => (c.startsWith(XID) || !/Xid|NVRM/.test(c)
+    ? s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: k, character: 0 } })
+    : null)));
+  for (let k = 0; k < lines.length; k++) {
+    const c = lines[k], h = hovers[k];
+    if (c.startsWith(XID)) {
+      assert.ok(h, `${what}: line ${k} ${JSON.stringify(c)} is no match in the server`);
+      assert.deepEqual(h.range, { start: { line: k, character: 0 }, end: { line: k, character: ref.units(c) } }, `${what}: line ${k} ${JSON.stringify(c)}`);
+      if (Buffer.byteLength(c) < 200) {
+        const got = /`xid_text` = (.*)\n/.exec(h.contents.value);
+        assert.equal(got && got[1], c.slice(XID.length).replace(/^\s+/, ''), `${what}: line ${k}`);
+      }
+      revealed++;
+    } else if (!/Xid|NVRM/.test(c)) {
+      assert.equal(h, null, `${what}: line ${k} ${JSON.stringify(c)} should be no match`);
+    }
+  }
+  const past = await s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: lines.length, character: 0 } });
+  assert.equal(past, null, `${what}: the server has more than ${lines.length} lines`);
+  return revealed;
+}
+
+async function randomBatches(enc, seed, nedits) {
+  const s = new Session();
+  return withSession(s, async () => {
+    const caps = { ...CAPS, general: { positionEncodings: [enc] } };
+    const init = await s.initialize({ caps, trace: 'messages' });
+    assert.equal(init.capabilities.positionEncoding, enc);
+    const rng = mulberry32(seed);
+    const u = `file:///tmp/batches-${enc}-${seed}.log`;
+    const ref = new RefDoc(randomDoc(rng, 40), enc);
+    await s.open(null, { docUri: u, text: ref.text });
+    await checkText(s, u, ref, 1, 'didOpen');
+    const SIZES = [1, 1, 1, 2, 2, 3, 4, 5, 8, 13, 21, 40, 90];
+    let version = 1, edits = 0, revealed = 0, rejected = 0, full = 0;
+    while (edits < nedits) {
+      const size = SIZES[Math.floor(rng() * SIZES.length)];
+      const bad = rng() < 0.06 ? Math.floor(rng() * size) : -1;
+      const reset = rng() < 0.05 ? Math.floor(rng() * size) : -1;
+      const changes = [];
+      let applying = true;
+      for (let i = 0; i < size; i++) {
+        let ch;
+        if (i === reset) {
+          ch = { text: randomDoc(rng, 5 + Math.floor(rng() * 30)) };
+          full++;
+        } else if (i === bad) {
+          // rejected, and the rest of the batch with it: a reversed range, or no text
+          const k = Math.floor(rng() * ref.lines().length);
+          ch = { range: { start: { line: k + 1, character: 0 }, end: { line: k, character: 0 } }, text: 'BAD' };
+          if (ref.offset(ch.range.start) <= ref.offset(ch.range.end)) delete ch.text;
+        } else {
+          ch = applying ? randomChange(rng, ref) : { range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, text: 'LOST' };
+        }
+        if (applying && ref.apply(ch)) {
+          edits++;
+        } else if (applying) {
+          applying = false;
+          rejected++;
+        }
+        changes.push(ch);
+      }
+      version++;
+      await s.notify('textDocument/didChange', { textDocument: { uri: u, version }, contentChanges: changes });
+      revealed += await checkText(s, u, ref, version, `batch v${version} (${size} changes, seed ${seed})`);
+    }
+    // Reveal everything: XID at the start of every line (one batch, in order)
+    // and a last line, appended past the end.
+    const n = ref.lines().length;
+    const changes = [];
+    for (let k = 0; k < n; k++) changes.push({ range: { start: { line: k, character: 0 }, end: { line: k, character: 0 } }, text: XID });
+    changes.push({ range: { start: { line: n + 5, character: 0 }, end: { line: n + 9, character: 3 } }, text: '\r\n' + XID + 'END' });
+    for (const ch of changes) ref.apply(ch);
+    version++;
+    await s.notify('textDocument/didChange', { textDocument: { uri: u, version }, contentChanges: changes });
+    assert.equal(await checkText(s, u, ref, version, 'the final reveal'), n + 1);
+    assert.equal((await s.close()).code, 0);
+    return { edits, revealed, rejected, full, version };
+  });
+}
+
+test('didChange batches of random incremental edits give exactly the reference text (utf-16)', async (t) => {
+  for (const seed of [17, 4242]) {
+    const r = await randomBatches('utf-16', seed, 400);
+    t.diagnostic(`seed ${seed}: ${r.edits} edits in ${r.version - 1} notifications (${r.rejected} batches cut by a rejected change, ${r.full} full syncs), ${r.revealed} lines compared`);
+  }
+});
+
+test('didChange batches of random incremental edits give exactly the reference text (utf-8)', async (t) => {
+  const r = await randomBatches('utf-8', 99, 400);
+  t.diagnostic(`${r.edits} edits in ${r.version - 1} notifications, ${r.revealed} lines compared`);
+});
+
+test('one didChange of 50,000 single-character insertions into a 5 MB log is applied quickly (time reported)', async (t) => {
+  const s = new Session();
+  return withSession(s, async () => {
+    await s.initialize({ trace: 'messages' });
+    const noise = [];
+    for (let i = 0, size = 0; size < 5 * 1024 * 1024; i++) {
+      const l = `[2024-05-14 10:21:33,412] [INFO] [logging.py:96:log_dist] [Rank ${i % 8}] step=${i}, skipped=0, lr=[1e-05]\n`;
+      noise.push(l);
+      size += l.length;
+    }
+    const text = noise.join('') + `[rank3]: ${OOM}\n`;
+    const u = 'file:///tmp/typing5mb.log';
+    await s.open(null, { docUri: u, text });
+    const p1 = await s.diagnosticsFor(u, { ms: 30000 });
+    assert.equal(p1.diagnostics[0].range.start.line, noise.length);
+    // One character into every line but the last, top to bottom (a multi-cursor
+    // edit, a formatter): 50,000 changes, each relative to the previous result.
+    const K = 50000;
+    const changes = [];
+    for (let i = 0; i < K; i++) {
+      const line = Math.floor((i * noise.length) / K);
+      changes.push({ range: { start: { line, character: 27 + (i % 3) }, end: { line, character: 27 + (i % 3) } }, text: i % 2 ? 'é' : '𝄞' });
+    }
+    const t0 = process.hrtime.bigint();
+    await s.notify('textDocument/didChange', { textDocument: { uri: u, version: 2 }, contentChanges: changes });
+    const h = await withTimeout(s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: noise.length, character: 0 } }), 60000, 'the hover after the 50,000 changes');
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    t.diagnostic(`didChange of ${K} insertions into ${(text.length / 1048576).toFixed(1)} MiB -> the next answer: ${ms.toFixed(0)} ms`);
+    assert.ok(h === null || h.contents, JSON.stringify(h));
+    const p2 = await s.diagnosticsFor(u, { version: 2, ms: 60000 });
+    assert.equal(p2.diagnostics[0].range.start.line, noise.length);
+    assert.equal(p2.diagnostics[0].range.end.character, `[rank3]: ${OOM}`.length);
+    const re = new RegExp(`^diagnosed ${u.replace(/[.]/g, '\\.')} \\(version 2, (\\d+) bytes\\)`);
+    await s.until(() => s.logs.some((l) => re.test(l.message)), 10000, 'the trace of version 2');
+    const bytes = Number(re.exec(s.logs.find((l) => re.test(l.message)).message)[1]);
+    assert.equal(bytes, Buffer.byteLength(text) + (K / 2) * (Buffer.byteLength('é') + Buffer.byteLength('𝄞')));
+    // the inserted characters are where the reference puts them (two lines shown)
+    const shown = [changes[1].range.start.line, changes[K - 1].range.start.line];
+    await s.notify('textDocument/didChange', {
+      textDocument: { uri: u, version: 3 },
+      contentChanges: shown.map((line) => ({ range: { start: { line, character: 0 }, end: { line, character: 0 } }, text: XID })),
+    });
+    await s.diagnosticsFor(u, { version: 3, ms: 60000 });
+    for (const line of shown) {
+      let ref = noise[line].slice(0, -1);
+      for (const c of changes.filter((x) => x.range.start.line === line)) ref = ref.slice(0, c.range.start.character) + c.text + ref.slice(c.range.start.character);
+      assert.notEqual(ref, noise[line].slice(0, -1));
+      const hx = await s.request('textDocument/hover', { textDocument: { uri: u }, position: { line, character: 0 } });
+      assert.equal(/`xid_text` = (.*)\n/.exec(hx.contents.value)[1], ref, `line ${line}`);
+    }
+    assert.equal((await s.close()).code, 0);
+  });
+});
+
+// ------------------------------------------------------------------- URIs
+
+test('file:/abs URIs (RFC 8089, no authority) are local paths; other hosts, relative paths and %00 are not', async () => {
+  // The log names its config relative to its own folder: only a log whose
+  // URI gave a path finds run/ds_config.json; without one, the file name
+  // is looked up in the workspace and a/ds_config.json comes first.
+  const stage3 = JSON.stringify({ train_micro_batch_size_per_gpu: 8, zero_optimization: { stage: 3, stage3_prefetch_bucket_size: 50000000, stage3_max_live_parameters: 1000000000 } }, null, 2);
+  const ws = tmpdir();
+  for (const d of ['a', 'run']) {
+    fs.mkdirSync(path.join(ws, d));
+    fs.writeFileSync(path.join(ws, d, 'ds_config.json'), stage3);
+  }
+  const log = path.join(ws, 'run', 'train.log');
+  const text = 'launch: deepspeed train.py --deepspeed ds_config.json\n' + fs.readFileSync(EXAMPLE, 'utf8');
+  fs.writeFileSync(log, text);
+  const oomLine = lspLines(text).findIndex((l) => l.includes('OutOfMemoryError'));
+  const configOf = async (s, u) => {
+    const p = await s.diagnosticsFor(u);
+    assert.equal(p.diagnostics[0].code, 'ds.oom.zero3-gather', u);
+    const actions = await s.request('textDocument/codeAction', {
+      textDocument: { uri: u },
+      range: { start: { line: oomLine, character: 0 }, end: { line: oomLine, character: 0 } },
+      context: { diagnostics: p.diagnostics.filter((d) => d.range.start.line === oomLine), only: ['quickfix'] },
+    });
+    const a = actions.find((x) => !x.disabled);
+    return a ? a.edit.documentChanges[0].textDocument.uri : null;
+  };
+  const s = new Session();
+  await withSession(s, async () => {
+    await s.initialize({ folders: [ws] });
+    const local = [`file:${log}`, `file://${log}`, `file://localhost${log}`, `FILE:${log}`, `file:${log.replace('/run/', '/%72un/')}`, `file:${log.replace('/run/', '/run%2F')}`];
+    const foreign = [`file://otherhost${log}`, `file:${log.slice(1)}`, `file:%2F${log.slice(1)}`, `file:${log.replace('train.log', 'tr%00ain.log')}`, `file://127.0.0.1${log}`];
+    for (const u of [...local, ...foreign]) await s.open(null, { docUri: u, text });
+    for (const u of local) assert.match(await configOf(s, u), /\/run\/ds_config\.json$/, u);
+    for (const u of foreign) assert.match(await configOf(s, u), /\/a\/ds_config\.json$/, u);
+    assert.equal((await s.close()).code, 0);
+  });
+  // A workspace folder named file:/abs is a workspace folder too.
+  const s2 = new Session();
+  await withSession(s2, async () => {
+    await s2.conn.sendRequest('initialize', { processId: null, rootUri: null, capabilities: CAPS, workspaceFolders: [{ uri: `file:${ws}`, name: 'ws' }] });
+    await s2.conn.sendNotification('initialized', {});
+    const u = await s2.open(log);
+    assert.match(await configOf(s2, u), /\/run\/ds_config\.json$/);
+    assert.equal((await s2.close()).code, 0);
+  });
 });
