@@ -270,7 +270,7 @@ static json_t *lsp_diag_base(const ddx_lsp_catalog_t *c, const ddx_rule_t *r, js
  * line (Error/Warning/Information by severity), its collateral classes as
  * Information at their first line, linked both ways. */
 static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t *r,
-                               const char *uri) {
+                               const char *uri, bool hold) {
   json_t *arr = json_array();
   const ddx_diagnosis_t *dg = &r->diag;
   const ddx_lsp_text_t *t = r->text;
@@ -278,6 +278,7 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
     const ddx_incident_t *inc = &dg->incidents[i];
     if (!inc->hit) continue;
     const ddx_rule_t *rule = inc->rule;
+    if (hold && rule->trigger == DDX_TRIGGER_NO_ERROR) continue; /* progress goes on */
     char rank[384], msg[4096];
     lsp_rank_text(rank, sizeof rank, inc->rank, inc->hit->meta.host);
     /* the evidence that decided the rank, in a few words */
@@ -343,11 +344,93 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
   return arr;
 }
 
-static void lsp_publish(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r,
-                        int64_t version, bool has_version) {
-  json_t *p = json_pack("{s:s, s:o}", "uri", uri, "diagnostics", lsp_diagnostics(s, r, uri));
+static void lsp_publish_held(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r,
+                             int64_t version, bool has_version, bool hold) {
+  json_t *p = json_pack("{s:s, s:o}", "uri", uri, "diagnostics", lsp_diagnostics(s, r, uri, hold));
   if (has_version) json_object_set_new(p, "version", json_integer(version));
   ddx_lsp_notify(s, "textDocument/publishDiagnostics", p);
+}
+
+static void lsp_publish(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r,
+                        int64_t version, bool has_version) {
+  lsp_publish_held(s, uri, r, version, has_version, false);
+}
+
+/* ------------------------------------------------------------- live logs
+ *
+ * A log that grows while it is open (the editor reloads a file the job is
+ * writing) ends in a progress line at every scan: diagnosed as it stands,
+ * it would show "Training hang" after every write. As `ddx watch` does,
+ * a no-error diagnosis (trigger "no-error": the hang) of a growing log is
+ * held back until the log has not grown for ddx.hang.stallSeconds; then
+ * it is published once. When the log grows again it is withdrawn (the
+ * run resumed) and a line is logged. Errors are published at once. */
+
+static bool lsp_text_grew(const ddx_lsp_text_t *old, const ddx_lsp_text_t *now) {
+  if (!old || !now || now->len <= old->len) return false;
+  size_t k = old->len < 256 ? old->len : 256; /* the old end is still there */
+  return !memcmp(now->data + old->len - k, old->data + old->len - k, k) &&
+         !memcmp(now->data, old->data, old->len < 256 ? old->len : 256);
+}
+
+static bool lsp_has_no_error(const ddx_lsp_result_t *r) {
+  for (size_t i = 0; r && i < r->diag.n; i++)
+    if (r->diag.incidents[i].hit && r->diag.incidents[i].rule->trigger == DDX_TRIGGER_NO_ERROR)
+      return true;
+  return false;
+}
+
+static uint64_t lsp_stall_ns(const ddx_lsp_server_t *s) {
+  return (uint64_t)((s->stall_s > 0 ? s->stall_s : 60) * 1e9);
+}
+
+static void lsp_stall_arm(ddx_lsp_server_t *s);
+
+static void lsp_on_stall_timer(uv_timer_t *t) {
+  ddx_lsp_server_t *s = t->data;
+  uint64_t now = ddx_lsp_now_ns(), stall = lsp_stall_ns(s);
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next) {
+    if (!d->held || !d->result || now - d->grew_ns < stall) continue;
+    d->held = false;
+    d->hang_shown = true;
+    ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "%s: no new output for %.0f s: the job may hang", d->uri,
+                (double)stall / 1e9);
+    lsp_publish_held(s, d->uri, d->result, d->version, true, false);
+  }
+  lsp_stall_arm(s);
+}
+
+/* Sets the timer for the earliest held document, or stops it. */
+static void lsp_stall_arm(ddx_lsp_server_t *s) {
+  uint64_t due = 0, now = ddx_lsp_now_ns(), stall = lsp_stall_ns(s);
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
+    if (d->held && (!due || d->grew_ns + stall < due)) due = d->grew_ns + stall;
+  if (!due) {
+    if (s->stall_timer_on) uv_timer_stop(&s->stall_timer);
+    return;
+  }
+  if (!s->stall_timer_on) {
+    if (uv_timer_init(&s->loop, &s->stall_timer)) return;
+    s->stall_timer.data = s;
+    s->stall_timer_on = true;
+  }
+  uint64_t ms = due > now ? (due - now) / 1000000 + 1 : 1;
+  uv_timer_start(&s->stall_timer, lsp_on_stall_timer, ms, 0);
+}
+
+/* Publishes a document's new result, holding a hang back while it grows. */
+static void lsp_publish_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d,
+                            const ddx_lsp_text_t *before) {
+  uint64_t now = ddx_lsp_now_ns();
+  if (lsp_text_grew(before, d->result->text)) {
+    if (d->hang_shown) ddx_lsp_log(s, DDX_LSP_LOG_INFO, "%s: output resumed", d->uri);
+    d->grew_ns = now;
+  }
+  bool hang = lsp_has_no_error(d->result);
+  d->held = hang && d->grew_ns && now - d->grew_ns < lsp_stall_ns(s);
+  d->hang_shown = hang && !d->held;
+  lsp_publish_held(s, d->uri, d->result, d->version, true, d->held);
+  lsp_stall_arm(s);
 }
 
 /* ---------------------------------------------------------------- progress */
@@ -510,10 +593,12 @@ static void lsp_after_work(uv_work_t *req, int status) {
     if (d && d->job == j) {
       d->job = NULL;
       if (!cancelled && j->rc == 0 && j->result && d->version == j->version && !d->rescan) {
+        ddx_lsp_text_t *before = d->result ? ddx_lsp_text_ref(d->result->text) : NULL;
         ddx_lsp_result_free(d->result);
         d->result = j->result;
         j->result = NULL;
-        lsp_publish(s, d->uri, d->result, d->version, true);
+        lsp_publish_doc(s, d, before);
+        ddx_lsp_text_unref(before);
         ddx_lsp_cfg_log_diagnosed(s, d->uri, d->result);
         if (s->trace != DDX_LSP_TRACE_OFF)
           ddx_lsp_log(s, DDX_LSP_LOG_DEBUG, "diagnosed %s (version %lld, %zu bytes) in %.1f ms",
@@ -603,6 +688,10 @@ void ddx_lsp_schedule_scan(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
 }
 
 void ddx_lsp_cancel_jobs(ddx_lsp_server_t *s) {
+  if (s->stall_timer_on) { /* nothing is published after shutdown */
+    s->stall_timer_on = false;
+    uv_close((uv_handle_t *)&s->stall_timer, NULL);
+  }
   for (ddx_lsp_job_t *j = s->jobs; j; j = j->next) {
     atomic_store(&j->cancel, 1);
     uv_cancel((uv_req_t *)&j->req); /* only succeeds before it started */
@@ -806,6 +895,9 @@ void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload) 
   if (json_is_number(mp)) s->model_params = json_number_value(mp);
   json_t *ws = lsp_setting(settings, "world", "size");
   if (json_is_integer(ws)) s->world_size = json_integer_value(ws);
+  json_t *stall = lsp_setting(settings, "hang", "stallSeconds");
+  if (json_is_number(stall) && json_number_value(stall) > 0 && json_number_value(stall) <= 86400)
+    s->stall_s = json_number_value(stall);
   json_t *allow = lsp_setting(settings, "diagnoseFile", "allowOutsideWorkspace");
   if (json_is_boolean(allow)) s->allow_outside = json_is_true(allow);
   if (reload) ddx_lsp_cfg_check_all(s); /* parameters and world size feed the checks */

@@ -84,6 +84,8 @@ static int load_catalog(cli_t *c, ddx_catalog_t **cat) {
     fprintf(stderr, "ddx: %s\n", err.msg);
     return 2;
   }
+  for (size_t i = 0; i < (*cat)->warnings.n; i++)
+    fprintf(stderr, "ddx: rules: %s\n", (*cat)->warnings.v[i]);
   return 0;
 }
 

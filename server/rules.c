@@ -891,8 +891,20 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
   ddx_vec_t files;
   ddx_vec_init(&files, sizeof(char *));
   int rc = 0;
-  for (size_t i = 0; i < npaths && !rc; i++)
-    rc = ddx_walk_files(paths[i], is_rule_file, &files, DDX_RULES_MAX_FILES, NULL, err);
+  cat->warnings.v = ddx_arena_alloc(&cat->arena, (npaths + 1) * sizeof *cat->warnings.v);
+  for (size_t i = 0; i < npaths && !rc; i++) {
+    size_t skipped = 0;
+    rc = ddx_walk_files(paths[i], is_rule_file, &files, DDX_RULES_MAX_FILES, &skipped, err);
+    if (!rc && skipped && cat->warnings.v) {
+      char w[1200];
+      snprintf(w, sizeof w,
+               "%.1000s: skipped %zu entr%s that %s not a regular file (a FIFO, device, socket "
+               "or dangling link)",
+               paths[i], skipped, skipped == 1 ? "y" : "ies", skipped == 1 ? "is" : "are");
+      const char *c = ddx_arena_strdup(&cat->arena, w);
+      if (c) cat->warnings.v[cat->warnings.n++] = c;
+    }
+  }
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
   if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
   for (size_t i = 0; i < files.len && !rc; i++) {

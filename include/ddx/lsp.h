@@ -121,6 +121,9 @@ typedef struct ddx_lsp_doc {
   ddx_lsp_result_t *result; /* latest published diagnosis, or NULL */
   ddx_lsp_job_t *job;       /* scan in flight, or NULL */
   bool rescan;              /* the text moved on while job ran */
+  uint64_t grew_ns;         /* when a scan last found the text grown at its end (a live log) */
+  bool held;                /* a no-error diagnosis (a hang) is held back: the log still grows */
+  bool hang_shown;          /* the last publish showed a no-error diagnosis */
   bool cfg_published;       /* ds_config diagnostics were published for it */
   /* Config paths the log names (--deepspeed X), found once per text:
    * named_of holds a reference to the text they were found in. */
@@ -232,6 +235,9 @@ struct ddx_lsp_server {
   size_t nextra_rules;
   char *dsconfig_path; /* ddx.dsConfig.path */
   bool allow_outside;  /* ddx.diagnoseFile.allowOutsideWorkspace */
+  double stall_s;      /* ddx.hang.stallSeconds: a growing log's hang is shown after this */
+  uv_timer_t stall_timer; /* fires when a held hang is due (lsp_diag.c) */
+  bool stall_timer_on;
   double model_params; /* ddx.model.parameters */
   int64_t world_size;  /* ddx.world.size */
   char **folders;      /* workspace folders (local paths) */
