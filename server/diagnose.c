@@ -59,11 +59,13 @@ bool ddx_diagnosis_has_error(const ddx_diagnosis_t *d) {
   return false;
 }
 
+#define RANK_MAX 10000000 /* ranks, world sizes and counts read from a log: above is noise */
+
 static int32_t parse_int(const char *s) {
   if (!s || !*s) return -1;
   char *end;
   long v = strtol(s, &end, 10);
-  if (end == s || v < 0 || v > 10000000) return -1;
+  if (end == s || v < 0 || v > RANK_MAX) return -1;
   return (int32_t)v;
 }
 
@@ -593,18 +595,18 @@ static int32_t world_size_seen(const ddx_scan_t *s) {
   const ddx_hit_t *hits = s->hits.data;
   for (size_t i = 0; i < s->hits.len; i++) {
     const char *w = ddx_hit_fact(&hits[i], "world_size");
-    if (w && atoi(w) > world) world = atoi(w);
+    if (w && parse_int(w) > world) world = parse_int(w);
   }
   if (world > 0) return world;
   for (size_t i = 0; i < s->hits.len; i++) {
-    int32_t r = hits[i].meta.rank;
+    int64_t r = hits[i].meta.rank;
     const char *fr = ddx_hit_fact(&hits[i], "rank");
-    if (fr && atoi(fr) > r) r = atoi(fr);
-    if (r + 1 > world) world = r + 1;
+    if (fr && parse_int(fr) > r) r = parse_int(fr);
+    if (r < RANK_MAX && r + 1 > world) world = (int32_t)(r + 1);
   }
   const ddx_frame_t *fr = s->frames.data;
   for (size_t i = 0; i < s->frames.len; i++)
-    if (fr[i].rank + 1 > world) world = fr[i].rank + 1;
+    if (fr[i].rank < RANK_MAX && fr[i].rank + 1 > world) world = fr[i].rank + 1;
   return world;
 }
 
@@ -1573,8 +1575,9 @@ static void resolve_rank(build_t *b) {
         !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]))
       continue;
     const char *lr = ddx_hit_fact(&hits[i], "local_rank");
-    bool pair_ok = f.local < 0 || !lr || atoi(lr) == f.local;
-    add_evidence(&ev, &f, "launcher-root-cause", atoi(rr), 0.8, pair_ok);
+    bool pair_ok = f.local < 0 || !lr || parse_int(lr) == f.local;
+    if (parse_int(rr) >= 0)
+      add_evidence(&ev, &f, "launcher-root-cause", parse_int(rr), 0.8, pair_ok);
     break;
   }
   /* frames under srun -l carry the task id, not a rank */

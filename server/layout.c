@@ -51,7 +51,7 @@ static long number_after(const char *t, size_t len, const char *key) {
   p += strlen(key);
   char *end;
   long v = strtol(p, &end, 10);
-  return end == p ? -1 : v;
+  return end == p || v > DDX_LAYOUT_RANK_MAX ? -1 : v;
 }
 
 /* Parses {'host': [0, 1, 2], "host2": [3, 4]} starting at p. explicit_ranks:
@@ -78,8 +78,9 @@ static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool exp
         c++;
         continue;
       }
+      if (v < 0 || v > DDX_LAYOUT_RANK_MAX) return; /* not a rank list */
       if (first < 0) first = (int32_t)v;
-      count++;
+      if (count < DDX_LAYOUT_RANK_MAX) count++;
       c = e;
     }
     ddx_layout_host_t *h = host_slot(l, name, (size_t)(name_end - name));
@@ -87,6 +88,7 @@ static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool exp
       h->nlocal = count;
       h->base = explicit_ranks ? first : next_base;
     }
+    if (next_base > DDX_LAYOUT_RANK_MAX - count) return;
     next_base += count;
     p = rb + 1;
   }
@@ -176,6 +178,7 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   if ((p = find(t, len, "global_ranks=[")) && meta && meta->host[0]) {
     char *e;
     long first = strtol(p + 14, &e, 10);
+    if (first < 0 || first > DDX_LAYOUT_RANK_MAX) e = (char *)p + 14; /* not a rank: ignored */
     int32_t count = 0;
     for (const char *c = p + 14; c < end && *c != ']'; c++)
       if (*c == ',') count++;
@@ -208,7 +211,9 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
   if (host && host[0]) {
     for (size_t i = 0; i < l->nhosts; i++)
       if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0)
-        return l->hosts[i].base + local_rank;
+        return (int64_t)l->hosts[i].base + local_rank <= DDX_LAYOUT_RANK_MAX
+                   ? l->hosts[i].base + local_rank
+                   : -1;
     /* srun -l over torchrun names the node by its task id (line.c):
      * node 0 starts at rank 0; another node needs the processes per node */
     if (!strncmp(host, "srun-task-", 10)) {
@@ -219,7 +224,8 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
       if (per < 0 && l->seen_hosts > 1 && l->max_local >= 0) per = l->max_local + 1;
 
       if (node == 0) return local_rank;
-      return per > 0 && local_rank < per ? (int32_t)(node * per + local_rank) : -1;
+      int64_t g = (int64_t)node * per + local_rank;
+      return per > 0 && local_rank < per && node > 0 && g <= DDX_LAYOUT_RANK_MAX ? (int32_t)g : -1;
     }
     /* One node, or a log that only ever names this one host (a single
      * node's own log): its local ranks are the ranks the user sees. */

@@ -26,6 +26,7 @@ typedef struct ddx_layout_host {
 } ddx_layout_host_t;
 
 #define DDX_LAYOUT_MAX_PIDS 4096
+#define DDX_LAYOUT_RANK_MAX 10000000 /* a rank, world size or node above this is not one */
 
 typedef struct ddx_layout_pid {
   long pid;
