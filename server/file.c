@@ -155,8 +155,8 @@ char *ddx_file_realpath(int fd, const char *path) {
 #endif
   char *real = path ? realpath(path, NULL) : NULL;
   struct stat a, b;
-  if (real && (stat(real, &a) != 0 || fstat(fd, &b) != 0 || a.st_dev != b.st_dev ||
-               a.st_ino != b.st_ino)) {
+  if (real &&
+      (stat(real, &a) != 0 || fstat(fd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
     free(real);
     real = NULL;
   }
@@ -230,8 +230,7 @@ static int walk_add(walk_t *w, const char *path) {
                          "%s: more than %zu files to read; name fewer files or a narrower folder",
                          w->root, w->max_files);
   char **slot = ddx_vec_push(w->out);
-  if (!slot || !(*slot = strdup(path)))
-    return ddx_error_set(w->err, DDX_ENOMEM, "out of memory");
+  if (!slot || !(*slot = strdup(path))) return ddx_error_set(w->err, DDX_ENOMEM, "out of memory");
   return 0;
 }
 

@@ -419,8 +419,7 @@ static void lsp_stall_arm(ddx_lsp_server_t *s) {
 }
 
 /* Publishes a document's new result, holding a hang back while it grows. */
-static void lsp_publish_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d,
-                            const ddx_lsp_text_t *before) {
+static void lsp_publish_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, const ddx_lsp_text_t *before) {
   uint64_t now = ddx_lsp_now_ns();
   if (lsp_text_grew(before, d->result->text)) {
     if (d->hang_shown) ddx_lsp_log(s, DDX_LSP_LOG_INFO, "%s: output resumed", d->uri);

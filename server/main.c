@@ -138,7 +138,8 @@ static int cli_expand_inputs(const ddx_vec_t *args, bool merge, ddx_vec_t *input
     }
   }
   if (skipped)
-    fprintf(stderr, "ddx: skipped %zu entr%s under the folders that %s not regular files "
+    fprintf(stderr,
+            "ddx: skipped %zu entr%s under the folders that %s not regular files "
             "(FIFOs, devices, sockets or dangling links)\n",
             skipped, skipped == 1 ? "y" : "ies", skipped == 1 ? "is" : "are");
   return 0;
@@ -172,7 +173,8 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
       if (++i >= argc) return ddx_vec_free(&files), usage("--threads needs a number");
       char *end;
       long t = strtol(argv[i], &end, 10);
-      if (*end || t < 1 || t > DDX_SPLIT_MAX_THREADS) return ddx_vec_free(&files), usage("--threads must be 1 to 16");
+      if (*end || t < 1 || t > DDX_SPLIT_MAX_THREADS)
+        return ddx_vec_free(&files), usage("--threads must be 1 to 16");
       threads = (size_t)t;
     } else if (!strcmp(a, "--evidence")) {
       evidence = true;
