@@ -1200,7 +1200,7 @@ static int infer_cut_tracebacks(build_t *b) {
     if (g->explained || (!g->has_start && g->frames.len == 0)) continue;
     bool lone = !g->has_start && g->frames.len < 2;
     failure_point_t fp = group_point(b->cat, g);
-    ddx_candidate_t top[1];
+    ddx_candidate_t top[1] = {{0}};
     /* every role: a cut traceback may be the launcher's own (a wrapper) */
     size_t nc = differential(b, &fp, NULL, false, top, 1);
     const ddx_rule_t *rule = nc && top[0].score >= INFER_MIN_SHARE ? top[0].rule : generic;

@@ -324,8 +324,8 @@ static bool get_str(rd_t *r, const json_t *v, const char *what, size_t max, bool
 /* A host ("" unknown) into out[DDX_HOST_MAX]. layout.c reads the node of
  * "srun-task-N" with strtol and multiplies it: N must be a small number. */
 static bool get_host(rd_t *r, const json_t *v, const char *what, char *out) {
-  const char *h;
-  size_t n;
+  const char *h = NULL;
+  size_t n = 0;
   if (!get_str(r, v, what, DDX_HOST_MAX - 1, false, &h, &n)) return false;
   if (!strncmp(h, "srun-task-", 10)) {
     size_t d = strspn(h + 10, "0123456789");
@@ -657,7 +657,7 @@ static int read_hit(rd_t *r, const json_t *o) {
   ddx_scan_t *s = r->s;
   const char *id;
   json_int_t pat = 0, off = 0, col = 0;
-  bool is_ctx;
+  bool is_ctx = false;
   if (!get_str(r, json_object_get(o, "r"), "rule", 200, false, &id, NULL) ||
       !get_int(r, json_object_get(o, "p"), "pattern", 0, UINT16_MAX, &pat) ||
       !get_bool(r, json_object_get(o, "x"), "x", &is_ctx)) {
