@@ -43,6 +43,38 @@ static json_t *text_json(const char *s) {
   return j;
 }
 
+/* The JSON text of root for a terminal or a pipe: jansson writes DEL and
+ * the C1 controls (U+0080-U+009F) raw inside strings; they become \u007f
+ * and \u0080-\u009f, so a JSON report printed on a terminal cannot drive
+ * it either (the same JSON value). Returns a malloc'd string or NULL. */
+/* Length of DEL or a C1 control (UTF-8 C2 80-C2 9F) at s[i], else 0. */
+static size_t del_or_c1(const unsigned char *s, size_t i, size_t n) {
+  if (s[i] == 0x7f) return 1;
+  return s[i] == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xa0 ? 2 : 0;
+}
+
+static char *dump_json(const json_t *root, size_t flags) {
+  char *s = json_dumps(root, flags);
+  if (!s) return NULL;
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = strlen(s), i = 0, k;
+  while (i < n && !del_or_c1(u, i, n))
+    i++;
+  if (i == n) return s;
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_putn(&b, s, i);
+  for (; i < n; i += k ? k : 1) {
+    k = del_or_c1(u, i, n);
+    if (k)
+      ddx_sb_printf(&b, "\\u%04x", k == 1 ? 0x7fu : (unsigned)u[i + 1]);
+    else
+      ddx_sb_putn(&b, s + i, 1);
+  }
+  free(s);
+  return ddx_sb_take(&b);
+}
+
 static json_t *facts_json(const ddx_fact_t *f, size_t n) {
   json_t *o = json_object();
   for (size_t i = 0; i < n; i++)
@@ -215,7 +247,7 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   json_object_set_new(st, "rules", json_integer((json_int_t)d->scan->cat->nrules));
   json_object_set_new(st, "regex_limit_hits", json_integer((json_int_t)d->scan->regex_errors));
   json_object_set_new(root, "stats", st);
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  char *s = dump_json(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   return s;
 }
@@ -294,22 +326,151 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   }
   json_object_set_new(run, "results", results);
   json_object_set_new(root, "runs", json_pack("[o]", run));
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  char *s = dump_json(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   return s;
 }
 
-/* ------------------------------------------------------------------- text */
+/* --------------------------------------------------------------- terminal */
 
+/* Whether the character at u[0..n) may reach a terminal as it is; *len
+ * gets its length (1 for a byte that does not start valid UTF-8). */
+static bool term_char_ok(const unsigned char *u, size_t n, size_t *len) {
+  if (u[0] < 0x80) {
+    *len = 1;
+    return (u[0] >= 0x20 && u[0] != 0x7f) || u[0] == '\t';
+  }
+  size_t k = ddx_utf8_len(u, n);
+  *len = k ? k : 1;
+  return k && !(k == 2 && u[0] == 0xc2 && u[1] < 0xa0); /* C1: U+0080-U+009F */
+}
+
+void ddx_sb_put_term(ddx_sb_t *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, run = 0, len;
+  while (i < n) {
+    if (term_char_ok(u + i, n - i, &len)) {
+      i += len;
+      continue;
+    }
+    ddx_sb_putn(b, s + run, i - run);
+    if (len == 2)
+      ddx_sb_printf(b, "\\u%04x", (unsigned)u[i + 1]); /* a C1 control, U+0080-U+009F */
+    else
+      ddx_sb_printf(b, "\\x%02x", (unsigned)u[i]);
+    i += len;
+    run = i;
+  }
+  ddx_sb_putn(b, s + run, n - run);
+}
+
+char *ddx_term_escape(const char *s) {
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_put_term(&b, s ? s : "", s ? strlen(s) : 0);
+  return ddx_sb_take(&b);
+}
+
+/* ---------------------------------------------------------------- markdown */
+
+static bool md_special(char c) {
+  return c && strchr("\\`*_[]()<>!#|~&{}", c) != NULL;
+}
+
+void ddx_sb_put_md(ddx_sb_t *b, const char *s, size_t n, bool code_spans) {
+  size_t i = 0, run = 0;
+  while (i < n) {
+    const char *close =
+        code_spans && s[i] == '`' && i + 1 < n ? memchr(s + i + 1, '`', n - i - 1) : NULL;
+    if (close && close > s + i + 1) { /* a `code` span of the catalog's prose: as it is */
+      ddx_sb_put_term(b, s + run, i - run);
+      size_t end = (size_t)(close - s) + 1;
+      ddx_sb_put_term(b, s + i, end - i);
+      i = run = end;
+    } else if (md_special(s[i])) {
+      ddx_sb_put_term(b, s + run, i - run);
+      ddx_sb_putn(b, "\\", 1);
+      ddx_sb_putn(b, s + i, 1);
+      i = run = i + 1;
+    } else {
+      i++;
+    }
+  }
+  ddx_sb_put_term(b, s + run, n - run);
+}
+
+void ddx_sb_put_md_code(ddx_sb_t *b, const char *s, size_t n) {
+  size_t longest = 0, cur = 0;
+  for (size_t i = 0; i < n; i++) {
+    cur = s[i] == '`' ? cur + 1 : 0;
+    if (cur > longest) longest = cur;
+  }
+  bool pad = n && (s[0] == '`' || s[n - 1] == '`');
+  for (size_t k = 0; k <= longest; k++)
+    ddx_sb_putn(b, "`", 1);
+  if (pad) ddx_sb_putn(b, " ", 1);
+  ddx_sb_put_term(b, s, n);
+  if (pad) ddx_sb_putn(b, " ", 1);
+  for (size_t k = 0; k <= longest; k++)
+    ddx_sb_putn(b, "`", 1);
+}
+
+/* A rendering for a terminal: the text, the report's own colours (the
+ * only escape sequences it writes) and the escaped copies of the text that
+ * came from a log or a rule pack, freed with the rendering. */
 typedef struct style {
   const char *bold, *red, *yellow, *cyan, *dim, *reset;
 } style_t;
 
-static style_t style_of(const ddx_report_opts_t *o) {
+typedef struct text_out {
+  ddx_sb_t b;
+  style_t st;
+  ddx_arena_t tmp;
+} text_out_t;
+
+static void text_init(text_out_t *t, const ddx_report_opts_t *o) {
+  ddx_sb_init(&t->b);
+  ddx_arena_init(&t->tmp);
   if (o && o->color)
-    return (style_t){"\033[1m", "\033[1;31m", "\033[1;33m", "\033[36m", "\033[2m", "\033[0m"};
-  return (style_t){"", "", "", "", "", ""};
+    t->st = (style_t){"\033[1m", "\033[1;31m", "\033[1;33m", "\033[36m", "\033[2m", "\033[0m"};
+  else
+    t->st = (style_t){"", "", "", "", "", ""};
 }
+
+static char *text_take(text_out_t *t) {
+  ddx_arena_free(&t->tmp);
+  return ddx_sb_take(&t->b);
+}
+
+/* s[0..n) fit for the terminal: s itself when nothing in it needs
+ * escaping, else an escaped copy that lives as long as the rendering. */
+static const char *txn(text_out_t *t, const char *s, size_t n) {
+  size_t i = 0, len;
+  while (i < n && term_char_ok((const unsigned char *)s + i, n - i, &len))
+    i += len;
+  if (i >= n && s[n] == 0) return s;
+  ddx_sb_t e;
+  ddx_sb_init(&e);
+  ddx_sb_put_term(&e, s, n);
+  const char *r = e.s ? ddx_arena_strndup(&t->tmp, e.s, e.len) : NULL;
+  ddx_sb_free(&e);
+  return r ? r : "?";
+}
+
+/* The same for a NUL-terminated string (NULL stays NULL). */
+static const char *tx(text_out_t *t, const char *s) {
+  return s ? txn(t, s, strlen(s)) : NULL;
+}
+
+/* The first n bytes of s at most, cut at a character boundary. */
+static size_t utf8_cut(const char *s, size_t len, size_t n) {
+  if (len <= n) return len;
+  while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+    n--;
+  return n;
+}
+
+/* ------------------------------------------------------------------- text */
 
 /* Length of the first n sentences of text (a sentence ends at ". "). */
 static size_t first_sentences(const char *text, int n) {
@@ -322,12 +483,14 @@ static size_t first_sentences(const char *text, int n) {
   return (size_t)(p - text);
 }
 
-static void put_facts(ddx_sb_t *b, const ddx_incident_t *inc) {
+static void put_facts(text_out_t *t, const ddx_incident_t *inc) {
   for (size_t i = 0; i < inc->nfacts; i++)
-    ddx_sb_printf(b, "%s%s=%s", i ? ", " : "", inc->facts[i].name, inc->facts[i].value);
+    ddx_sb_printf(&t->b, "%s%s=%s", i ? ", " : "", tx(t, inc->facts[i].name),
+                  tx(t, inc->facts[i].value));
 }
 
-static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
+static void put_where(text_out_t *t, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
+  ddx_sb_t *b = &t->b;
   const ddx_hit_t *h = inc->hit;
   if (inc->rank >= 0)
     ddx_sb_printf(b, "rank %d%s", inc->rank, inc->rank_note ? " (inferred)" : "");
@@ -335,7 +498,7 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
     ddx_sb_printf(b, "local rank %d", inc->local_rank);
   else
     ddx_sb_puts(b, "rank unknown");
-  if (h->meta.host[0]) ddx_sb_printf(b, " on %s", h->meta.host);
+  if (h->meta.host[0]) ddx_sb_printf(b, " on %s", tx(t, h->meta.host));
   if (inc->rank < 0 && inc->nrank_candidates) {
     ddx_rankset_t c = {0};
     for (size_t i = 0; i < inc->nrank_candidates; i++)
@@ -345,7 +508,7 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
     ddx_sb_printf(b, " (one of ranks %s)", rs);
     ddx_rankset_free(&c);
   }
-  ddx_sb_printf(b, ", %s:%llu", input_name(d, h->input), (unsigned long long)h->line);
+  ddx_sb_printf(b, ", %s:%llu", tx(t, input_name(d, h->input)), (unsigned long long)h->line);
   if (inc->ranks.n > 1) {
     char rs[256];
     ddx_rankset_format(&inc->ranks, rs, sizeof rs);
@@ -356,15 +519,15 @@ static void put_where(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_
 /* The rule's headline template with {fact} replaced by this incident's
  * facts (a catch-all says "KeyError: 'attention_mask'", not its title);
  * the title when there is no template or a fact is missing. */
-static void put_headline_text(ddx_sb_t *b, const ddx_incident_t *inc) {
-  const char *t = inc->rule->headline;
-  if (!t) {
-    ddx_sb_puts(b, ddx_incident_title(inc));
+static void put_headline_text(text_out_t *t, const ddx_incident_t *inc) {
+  const char *tpl = inc->rule->headline;
+  if (!tpl) {
+    ddx_sb_puts(&t->b, tx(t, ddx_incident_title(inc)));
     return;
   }
   ddx_sb_t out;
   ddx_sb_init(&out);
-  for (const char *p = t; *p;) {
+  for (const char *p = tpl; *p;) {
     const char *close = *p == '{' ? strchr(p, '}') : NULL;
     if (!close) {
       ddx_sb_putn(&out, p++, 1);
@@ -378,21 +541,21 @@ static void put_headline_text(ddx_sb_t *b, const ddx_incident_t *inc) {
     const char *v = ddx_incident_fact(inc, name);
     if (!v) {
       ddx_sb_free(&out);
-      ddx_sb_puts(b, ddx_incident_title(inc));
+      ddx_sb_puts(&t->b, tx(t, ddx_incident_title(inc)));
       return;
     }
     ddx_sb_puts(&out, v);
     p = close + 1;
   }
-  char *txt = ddx_sb_take(&out);
-  if (txt) ddx_sb_puts(b, txt);
-  free(txt);
+  if (out.s) ddx_sb_put_term(&t->b, out.s, out.len);
+  ddx_sb_free(&out);
 }
 
 /* One paragraph a senior engineer would write: who failed first, with
  * what, where; what followed only because of it; the first fix. */
-static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
-                         const style_t *st) {
+static void put_headline(text_out_t *t, const ddx_diagnosis_t *d, const ddx_incident_t *inc) {
+  ddx_sb_t *b = &t->b;
+  const style_t *st = &t->st;
   const ddx_rule_t *r = inc->rule;
   const ddx_hit_t *h = inc->hit;
   ddx_sb_puts(b, st->bold);
@@ -406,14 +569,14 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
   if (h->meta.host[0] || show_local) {
     ddx_sb_puts(b, " (");
     if (show_local) ddx_sb_printf(b, "local rank %d", inc->local_rank);
-    if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", h->meta.host);
+    if (h->meta.host[0]) ddx_sb_printf(b, "%son %s", show_local ? " " : "", tx(t, h->meta.host));
     ddx_sb_puts(b, ")");
   }
   ddx_sb_printf(b, "%s%s%s: ",
                 inc->rank_note && !strncmp(inc->rank_note, "inference", 9) ? " (inferred)" : "",
                 inc->inferred ? " (the error line is cut; most likely)" : "", st->reset);
-  put_headline_text(b, inc);
-  ddx_sb_printf(b, ", at %s:%llu.", input_name(d, h->input), (unsigned long long)h->line);
+  put_headline_text(t, inc);
+  ddx_sb_printf(b, ", at %s:%llu.", tx(t, input_name(d, h->input)), (unsigned long long)h->line);
   uint64_t ncoll = 0;
   for (size_t i = 0; i < inc->ncollateral; i++)
     ncoll += inc->collateral[i].count;
@@ -423,41 +586,42 @@ static void put_headline(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incide
       const ddx_collateral_t *c = &inc->collateral[i];
       char rs[96] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
-      ddx_sb_printf(b, "%s %s (%llu x%s%s)", i ? ";" : "", c->rule->id,
+      ddx_sb_printf(b, "%s %s (%llu x%s%s)", i ? ";" : "", tx(t, c->rule->id),
                     (unsigned long long)c->count, rs[0] ? ", ranks " : "", rs);
     }
     if (inc->ncollateral > 4) ddx_sb_printf(b, "; and %zu more", inc->ncollateral - 4);
     ddx_sb_puts(b, ".");
   }
-  if (r->fix.n) ddx_sb_printf(b, " Fix first: %s", r->fix.v[0]);
+  if (r->fix.n) ddx_sb_printf(b, " Fix first: %s", tx(t, r->fix.v[0]));
   ddx_sb_puts(b, "\n\n");
 }
 
 /* "also possible": the differential's other candidates, and the fact
  * that would separate the first two. */
-static void put_differential(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_t *st) {
+static void put_differential(text_out_t *t, const ddx_diagnosis_t *d) {
   size_t shown = 0;
   for (size_t i = 0; i < d->ndifferential; i++) {
     const ddx_candidate_t *c = &d->differential[i];
     if (c->rule == d->incidents[0].rule || c->score < 0.05) continue;
-    ddx_sb_printf(b, "%s %s (%.2f%s%s)", shown ? "," : "  also possible", c->rule->id, c->score,
-                  c->npro ? ": " : "", c->npro ? c->pro[0] : "");
+    ddx_sb_printf(&t->b, "%s %s (%.2f%s%s)", shown ? "," : "  also possible", tx(t, c->rule->id),
+                  c->score, c->npro ? ": " : "", c->npro ? tx(t, c->pro[0]) : "");
     if (++shown == 3) break;
   }
-  if (shown) ddx_sb_puts(b, "\n");
-  if (d->separator) ddx_sb_printf(b, "  %stell apart%s %s\n", st->bold, st->reset, d->separator);
+  if (shown) ddx_sb_puts(&t->b, "\n");
+  if (d->separator)
+    ddx_sb_printf(&t->b, "  %stell apart%s %s\n", t->st.bold, t->st.reset, tx(t, d->separator));
 }
 
-static void put_resume(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_t *st) {
+static void put_resume(text_out_t *t, const ddx_diagnosis_t *d) {
   const ddx_hit_t *h = d->resume;
   if (!h) return;
-  const char *tag = ddx_hit_fact(h, "tag"), *path = ddx_hit_fact(h, "path");
-  const char *step = ddx_hit_fact(h, "step");
+  const char *tag = tx(t, ddx_hit_fact(h, "tag")), *path = tx(t, ddx_hit_fact(h, "path"));
+  const char *step = tx(t, ddx_hit_fact(h, "step"));
   ddx_sb_printf(
-      b,
+      &t->b,
       "  %sresume%s    from %s%s%s%s%s (saved at line %llu, before the failure began), once "
       "the fix is in\n",
-      st->bold, st->reset,
+      t->st.bold, t->st.reset,
       tag    ? tag
       : step ? "iteration "
              : "",
@@ -467,42 +631,46 @@ static void put_resume(ddx_sb_t *b, const ddx_diagnosis_t *d, const style_t *st)
       path ? (tag || step ? " in " : "") : "", path ? path : "", "", (unsigned long long)h->line);
 }
 
-static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
-                              const style_t *st, bool primary) {
+static void put_incident_text(text_out_t *t, const ddx_diagnosis_t *d, const ddx_incident_t *inc,
+                              bool primary) {
+  ddx_sb_t *b = &t->b;
+  const style_t *st = &t->st;
   const ddx_rule_t *r = inc->rule;
   const char *sc = inc->severity == DDX_SEV_ERROR     ? st->red
                    : inc->severity == DDX_SEV_WARNING ? st->yellow
                                                       : st->cyan;
   ddx_sb_printf(b, "%s%s%s %s%s%s  [%s, %s, confidence %.2f]\n", sc,
-                ddx_severity_name(inc->severity), st->reset, st->bold, ddx_incident_title(inc),
-                st->reset, r->id, ddx_role_name(inc->role), inc->confidence);
+                ddx_severity_name(inc->severity), st->reset, st->bold,
+                tx(t, ddx_incident_title(inc)), st->reset, tx(t, r->id), ddx_role_name(inc->role),
+                inc->confidence);
   ddx_sb_puts(b, "  where     ");
-  put_where(b, d, inc);
+  put_where(t, d, inc);
   ddx_sb_puts(b, "\n");
-  if (inc->rank_note) ddx_sb_printf(b, "  suspect   %s\n", inc->rank_note);
+  if (inc->rank_note) ddx_sb_printf(b, "  suspect   %s\n", tx(t, inc->rank_note));
   if (inc->hit->text) {
-    size_t tl = strlen(inc->hit->text);
-    ddx_sb_printf(b, "  %s>%s %.*s%s\n", st->dim, st->reset, (int)(tl > 220 ? 220 : tl),
-                  inc->hit->text, tl > 220 ? " ..." : "");
+    size_t tl = strlen(inc->hit->text), cut = utf8_cut(inc->hit->text, tl, 220);
+    ddx_sb_printf(b, "  %s>%s %s%s\n", st->dim, st->reset, txn(t, inc->hit->text, cut),
+                  cut < tl ? " ..." : "");
   }
   if (inc->nfacts) {
     ddx_sb_puts(b, "  facts     ");
-    put_facts(b, inc);
+    put_facts(t, inc);
     ddx_sb_puts(b, "\n");
   }
-  if (inc->phase) ddx_sb_printf(b, "  phase     %s\n", inc->phase->title);
+  if (inc->phase) ddx_sb_printf(b, "  phase     %s\n", tx(t, inc->phase->title));
   if (inc->nframes) {
     const ddx_frame_t *in = inc->frames[inc->nframes - 1];
-    ddx_sb_printf(b, "  %s %s:%u in %s", inc->inferred ? "last frame" : "raised in", in->file,
-                  in->lineno, in->func ? in->func : "?");
+    ddx_sb_printf(b, "  %s %s:%u in %s", inc->inferred ? "last frame" : "raised in",
+                  tx(t, in->file), in->lineno, in->func ? tx(t, in->func) : "?");
     if (inc->user_frame && inc->user_frame != in)
-      ddx_sb_printf(b, "\n  your code %s:%u in %s", inc->user_frame->file, inc->user_frame->lineno,
-                    inc->user_frame->func ? inc->user_frame->func : "?");
+      ddx_sb_printf(b, "\n  your code %s:%u in %s", tx(t, inc->user_frame->file),
+                    inc->user_frame->lineno,
+                    inc->user_frame->func ? tx(t, inc->user_frame->func) : "?");
     ddx_sb_printf(b, "  %s(%zu frames)%s\n", st->dim, inc->nframes, st->reset);
   }
   if (!primary) return;
-  put_differential(b, d, st);
-  put_resume(b, d, st);
+  put_differential(t, d);
+  put_resume(t, d);
   if (inc->ncollateral) {
     ddx_sb_puts(b, "  collateral\n");
     for (size_t i = 0; i < inc->ncollateral; i++) {
@@ -510,66 +678,66 @@ static void put_incident_text(ddx_sb_t *b, const ddx_diagnosis_t *d, const ddx_i
       char rs[200] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
       ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n",
-                    (unsigned long long)c->count, c->rule->id, rs[0] ? "ranks " : "", rs,
+                    (unsigned long long)c->count, tx(t, c->rule->id), rs[0] ? "ranks " : "", rs,
                     rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
     }
   }
-  ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, r->summary);
-  ddx_sb_printf(b, "            %.*s", (int)first_sentences(r->mechanism, 2), r->mechanism);
-  ddx_sb_printf(b, " %s(more: ddx explain %s)%s\n", st->dim, r->id, st->reset);
+  ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, tx(t, r->summary));
+  ddx_sb_printf(b, "            %s", txn(t, r->mechanism, first_sentences(r->mechanism, 2)));
+  ddx_sb_printf(b, " %s(more: ddx explain %s)%s\n", st->dim, tx(t, r->id), st->reset);
   ddx_sb_printf(b, "  %sfix%s\n", st->bold, st->reset);
   for (size_t i = 0; i < r->fix.n; i++)
-    ddx_sb_printf(b, "    %zu. %s\n", i + 1, r->fix.v[i]);
-  if (r->verify) ddx_sb_printf(b, "  %sverify%s    %s\n", st->bold, st->reset, r->verify);
+    ddx_sb_printf(b, "    %zu. %s\n", i + 1, tx(t, r->fix.v[i]));
+  if (r->verify) ddx_sb_printf(b, "  %sverify%s    %s\n", st->bold, st->reset, tx(t, r->verify));
   if (r->config_patches_json) {
     json_t *p = json_loads(r->config_patches_json, 0, NULL);
     if (json_array_size(p)) {
       ddx_sb_puts(b, "  quick fixes for ds_config.json (the editor applies them)\n");
       for (size_t i = 0; i < json_array_size(p); i++)
         ddx_sb_printf(b, "    - %s\n",
-                      json_string_value(json_object_get(json_array_get(p, i), "title")));
+                      tx(t, json_string_value(json_object_get(json_array_get(p, i), "title"))));
     }
     json_decref(p);
   }
   if (inc->nmissing) {
     ddx_sb_puts(b, "  missing\n");
     for (size_t i = 0; i < inc->nmissing; i++)
-      ddx_sb_printf(b, "    - %s\n", inc->missing[i]);
+      ddx_sb_printf(b, "    - %s\n", tx(t, inc->missing[i]));
   }
 }
 
 char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
-  style_t st = style_of(o);
-  ddx_sb_t b;
-  ddx_sb_init(&b);
+  text_out_t t;
+  text_init(&t, o);
+  const style_t *st = &t.st;
   if (d->n == 0) {
-    ddx_sb_printf(&b, "%sno known failure found%s in %llu lines\n", st.bold, st.reset,
+    ddx_sb_printf(&t.b, "%sno known failure found%s in %llu lines\n", st->bold, st->reset,
                   (unsigned long long)d->scan->lines);
-    ddx_sb_puts(&b, "  If the job did fail, the error may be outside this excerpt: include the "
-                    "first traceback of every rank.\n");
+    ddx_sb_puts(&t.b, "  If the job did fail, the error may be outside this excerpt: include the "
+                      "first traceback of every rank.\n");
   }
   bool also = false, noted = false;
   for (size_t i = 0; i < d->n; i++) {
     const ddx_incident_t *inc = &d->incidents[i];
     if (i > 0 && inc->severity < DDX_SEV_ERROR) {
       /* Warnings beside a failure: one line each, they are context. */
-      if (!noted) ddx_sb_printf(&b, "\n%salso noted%s\n", st.bold, st.reset);
+      if (!noted) ddx_sb_printf(&t.b, "\n%salso noted%s\n", st->bold, st->reset);
       noted = true;
-      ddx_sb_printf(&b, "  %s %s at %s:%llu (%llu x)\n", ddx_severity_name(inc->severity),
-                    inc->rule->id, input_name(d, inc->hit->input),
+      ddx_sb_printf(&t.b, "  %s %s at %s:%llu (%llu x)\n", ddx_severity_name(inc->severity),
+                    tx(&t, inc->rule->id), tx(&t, input_name(d, inc->hit->input)),
                     (unsigned long long)inc->hit->line, (unsigned long long)inc->count);
       continue;
     }
     if (i > 0 && !also)
-      ddx_sb_printf(&b, "\n%salso found%s (independent of the above)\n", st.bold, st.reset);
+      ddx_sb_printf(&t.b, "\n%salso found%s (independent of the above)\n", st->bold, st->reset);
     if (i > 0) also = true;
-    if (i == 0 && inc->severity == DDX_SEV_ERROR) put_headline(&b, d, inc, &st);
-    put_incident_text(&b, d, inc, &st, i == 0);
+    if (i == 0 && inc->severity == DDX_SEV_ERROR) put_headline(&t, d, inc);
+    put_incident_text(&t, d, inc, i == 0);
   }
-  ddx_sb_printf(&b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st.dim,
+  ddx_sb_printf(&t.b, "%s%llu bytes, %llu lines, %zu rules, %.3f s%s\n", st->dim,
                 (unsigned long long)d->scan->bytes, (unsigned long long)d->scan->lines,
-                d->scan->cat->nrules, o ? o->seconds : 0.0, st.reset);
-  return ddx_sb_take(&b);
+                d->scan->cat->nrules, o ? o->seconds : 0.0, st->reset);
+  return text_take(&t);
 }
 
 /* --------------------------------------------------------------- evidence */
@@ -658,9 +826,9 @@ char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) 
       seen = !strcmp(hosts[k], h);
     if (!seen) hosts[nhosts++] = h;
   }
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  ddx_sb_puts(&b, "ddx evidence (personal data replaced; review before sharing)\n");
+  text_out_t t;
+  text_init(&t, NULL);
+  ddx_sb_puts(&t.b, "ddx evidence (personal data replaced; review before sharing)\n");
   for (size_t i = 0; i < d->n; i++) {
     const ddx_incident_t *inc = &d->incidents[i];
     for (size_t k = 0; k <= inc->ncollateral; k++) {
@@ -670,12 +838,12 @@ char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) 
       int32_t rank = k == 0 ? inc->rank : h->meta.rank;
       char where[64] = "";
       if (rank >= 0) snprintf(where, sizeof where, " rank %d", rank);
-      ddx_sb_printf(&b, "[%s%s%s, line %llu] %s\n", k == 0 ? "" : "collateral ", r->id, where,
-                    (unsigned long long)h->line, red ? red : "");
+      ddx_sb_printf(&t.b, "[%s%s%s, line %llu] %s\n", k == 0 ? "" : "collateral ", tx(&t, r->id),
+                    where, (unsigned long long)h->line, red ? tx(&t, red) : "");
       free(red);
     }
   }
-  return ddx_sb_take(&b);
+  return text_take(&t);
 }
 
 /* ---------------------------------------------------------------- explain */
@@ -685,26 +853,27 @@ char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool a
     json_t *root = json_load_file(r->file, 0, NULL);
     if (!root) return NULL;
     json_object_del(root, "samples");
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *s = dump_json(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     return s;
   }
-  style_t st = style_of(o);
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  ddx_sb_printf(&b, "%s%s%s  (%s)\n", st.bold, r->title, st.reset, r->id);
-  ddx_sb_printf(&b, "phase %s, severity %s, role %s, priority %d\n\n", r->phase,
+  text_out_t t;
+  text_init(&t, o);
+  const style_t st = t.st;
+  ddx_sb_t *b = &t.b;
+  ddx_sb_printf(b, "%s%s%s  (%s)\n", st.bold, tx(&t, r->title), st.reset, tx(&t, r->id));
+  ddx_sb_printf(b, "phase %s, severity %s, role %s, priority %d\n\n", tx(&t, r->phase),
                 ddx_severity_name((int)r->severity), ddx_role_name((int)r->role), r->priority);
-  ddx_sb_printf(&b, "%sSummary%s\n  %s\n\n%sMechanism%s\n  %s\n", st.bold, st.reset, r->summary,
-                st.bold, st.reset, r->mechanism);
+  ddx_sb_printf(b, "%sSummary%s\n  %s\n\n%sMechanism%s\n  %s\n", st.bold, st.reset,
+                tx(&t, r->summary), st.bold, st.reset, tx(&t, r->mechanism));
   if (r->nsymptoms) {
-    ddx_sb_printf(&b, "\n%sSymptoms%s\n", st.bold, st.reset);
+    ddx_sb_printf(b, "\n%sSymptoms%s\n", st.bold, st.reset);
     for (size_t i = 0; i < r->nsymptoms; i++)
-      ddx_sb_printf(&b, "  - %s%s%s\n", r->symptoms[i].text,
+      ddx_sb_printf(b, "  - %s%s%s\n", tx(&t, r->symptoms[i].text),
                     r->symptoms[i].why ? "\n    why: " : "",
-                    r->symptoms[i].why ? r->symptoms[i].why : "");
+                    r->symptoms[i].why ? tx(&t, r->symptoms[i].why) : "");
   }
-  if (r->affects) ddx_sb_printf(&b, "\n%sAffects%s\n  %s\n", st.bold, st.reset, r->affects);
+  if (r->affects) ddx_sb_printf(b, "\n%sAffects%s\n  %s\n", st.bold, st.reset, tx(&t, r->affects));
   const struct {
     const char *name;
     const ddx_strs_t *list;
@@ -712,41 +881,41 @@ char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool a
   } lists[] = {{"Checklist", &r->checklist, false}, {"Fix", &r->fix, true}};
   for (size_t l = 0; l < 2; l++) {
     if (!lists[l].list->n) continue;
-    ddx_sb_printf(&b, "\n%s%s%s\n", st.bold, lists[l].name, st.reset);
+    ddx_sb_printf(b, "\n%s%s%s\n", st.bold, lists[l].name, st.reset);
     for (size_t i = 0; i < lists[l].list->n; i++) {
       if (lists[l].numbered)
-        ddx_sb_printf(&b, "  %zu. %s\n", i + 1, lists[l].list->v[i]);
+        ddx_sb_printf(b, "  %zu. %s\n", i + 1, tx(&t, lists[l].list->v[i]));
       else
-        ddx_sb_printf(&b, "  - %s\n", lists[l].list->v[i]);
+        ddx_sb_printf(b, "  - %s\n", tx(&t, lists[l].list->v[i]));
     }
   }
-  if (r->verify) ddx_sb_printf(&b, "\n%sVerify%s\n  %s\n", st.bold, st.reset, r->verify);
+  if (r->verify) ddx_sb_printf(b, "\n%sVerify%s\n  %s\n", st.bold, st.reset, tx(&t, r->verify));
   if (r->prevention)
-    ddx_sb_printf(&b, "\n%sPrevention%s\n  %s\n", st.bold, st.reset, r->prevention);
+    ddx_sb_printf(b, "\n%sPrevention%s\n  %s\n", st.bold, st.reset, tx(&t, r->prevention));
   if (r->fingerprint)
-    ddx_sb_printf(&b, "\n%sFingerprint%s\n  %s\n", st.bold, st.reset, r->fingerprint);
+    ddx_sb_printf(b, "\n%sFingerprint%s\n  %s\n", st.bold, st.reset, tx(&t, r->fingerprint));
   if (r->config_patches_json) {
     json_t *p = json_loads(r->config_patches_json, 0, NULL);
-    ddx_sb_printf(&b, "\n%sds_config.json quick fixes%s\n", st.bold, st.reset);
+    ddx_sb_printf(b, "\n%sds_config.json quick fixes%s\n", st.bold, st.reset);
     for (size_t i = 0; i < json_array_size(p); i++) {
       json_t *pi = json_array_get(p, i);
       char *ops = json_dumps(json_object_get(pi, "ops"), JSON_COMPACT);
-      ddx_sb_printf(&b, "  - %s: %s\n", json_string_value(json_object_get(pi, "title")),
-                    ops ? ops : "");
+      ddx_sb_printf(b, "  - %s: %s\n", tx(&t, json_string_value(json_object_get(pi, "title"))),
+                    ops ? tx(&t, ops) : "");
       free(ops);
     }
     json_decref(p);
   }
   if (r->related.n) {
-    ddx_sb_printf(&b, "\n%sRelated%s\n  ", st.bold, st.reset);
+    ddx_sb_printf(b, "\n%sRelated%s\n  ", st.bold, st.reset);
     for (size_t i = 0; i < r->related.n; i++)
-      ddx_sb_printf(&b, "%s%s", i ? ", " : "", r->related.v[i]);
-    ddx_sb_puts(&b, "\n");
+      ddx_sb_printf(b, "%s%s", i ? ", " : "", tx(&t, r->related.v[i]));
+    ddx_sb_puts(b, "\n");
   }
   if (r->references.n) {
-    ddx_sb_printf(&b, "\n%sReferences%s\n", st.bold, st.reset);
+    ddx_sb_printf(b, "\n%sReferences%s\n", st.bold, st.reset);
     for (size_t i = 0; i < r->references.n; i++)
-      ddx_sb_printf(&b, "  %s\n", r->references.v[i]);
+      ddx_sb_printf(b, "  %s\n", tx(&t, r->references.v[i]));
   }
-  return ddx_sb_take(&b);
+  return text_take(&t);
 }

@@ -147,6 +147,49 @@ static int get_int(load_ctx_t *lc, json_t *obj, const char *key, long lo, long h
   return 0;
 }
 
+/* A rule id is printed in reports, SARIF, the editor and file names:
+ * "family.name" of lower-case letters, digits and (after the family) '-',
+ * as rules/rule.schema.json says. */
+#define DDX_RULE_ID_PATTERN "^[a-z0-9]+(\\.[a-z0-9-]+)+$"
+
+static bool id_char(char c, bool family) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (!family && c == '-');
+}
+
+/* id[0..n) matches DDX_RULE_ID_PATTERN (a NUL inside does not). */
+static bool valid_rule_id(const char *id, size_t n) {
+  const char *p = id;
+  while (id_char(*p, true))
+    p++;
+  if (p == id || *p != '.') return false;
+  while (*p == '.') {
+    const char *part = ++p;
+    while (id_char(*p, false))
+      p++;
+    if (p == part) return false;
+  }
+  return *p == 0 && (size_t)(p - id) == n;
+}
+
+/* id[0..n) for an error message: printable ASCII as it is, a backslash as
+ * \\, every other byte as \xNN; cut with "..." to fit out (cap >= 8). */
+static const char *quote_id(const char *id, size_t n, char *out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (k + 8 > cap) {
+      memcpy(out + k, "...", 4);
+      return out;
+    }
+    unsigned char c = (unsigned char)id[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out[k++] = (char)c;
+    else
+      k += (size_t)snprintf(out + k, cap - k, c == '\\' ? "\\\\" : "\\x%02x", c);
+  }
+  out[k] = 0;
+  return out;
+}
+
 /* Compiles one regex (JIT when available); field names it in errors. */
 static int compile_regex(load_ctx_t *lc, const char *regex, const char *field, const char *owner,
                          pcre2_code **out) {
@@ -440,8 +483,9 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
   if (json_object_get(o, "frame")) {
     const char *re;
     if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
-    char owner[160];
-    snprintf(owner, sizeof owner, "rule %s clue %s", r->id, c->id);
+    char owner[160], cid[100];
+    snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
+             quote_id(c->id, strlen(c->id), cid, sizeof cid));
     pcre2_code *code;
     if ((rc = compile_regex(lc, re, "frame", owner, &code))) return rc;
     c->frame_code = code;
@@ -518,9 +562,12 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   if (!json_is_object(root)) return fail(lc, NULL, "a rule file holds one JSON object");
   if ((rc = check_keys(lc, root, keys))) return rc;
   if ((rc = get_str(lc, root, "id", true, &r->id))) return rc;
-  const char *dot = strchr(r->id, '.');
-  if (!dot || dot == r->id || !dot[1])
-    return fail(lc, "id", "expected family.name, got \"%s\"", r->id);
+  size_t idlen = json_string_length(json_object_get(root, "id"));
+  if (!valid_rule_id(r->id, idlen)) {
+    char shown[200];
+    return fail(lc, "id", "'%s' must match " DDX_RULE_ID_PATTERN,
+                quote_id(r->id, idlen, shown, sizeof shown));
+  }
   if ((rc = get_str(lc, root, "title", true, &r->title))) return rc;
   if ((rc = get_str(lc, root, "framework", false, &r->framework))) return rc;
   if ((rc = get_enum(lc, root, "phase", phases, 0, true, &e))) return rc;
@@ -804,10 +851,12 @@ static int load_phase_table(load_ctx_t *lc, json_t *root) {
     ddx_phase_t *ph = &cat->phases[cat->nphases];
     memset(ph, 0, sizeof *ph);
     ph->file = ddx_arena_strdup(&cat->arena, lc->file);
+    char pid[100];
     if ((rc = get_str(lc, o, "id", true, &ph->id))) return rc;
     if ((rc = get_str(lc, o, "title", true, &ph->title))) return rc;
     if (ddx_catalog_find_phase(cat, ph->id))
-      return fail(lc, "id", "phase \"%s\" is already defined", ph->id);
+      return fail(lc, "id", "phase \"%s\" is already defined",
+                  quote_id(ph->id, strlen(ph->id), pid, sizeof pid));
     ddx_strs_t frames;
     if ((rc = get_strs(lc, o, "frames", true, &frames))) return rc;
     ph->frame_codes = ddx_arena_alloc(&cat->arena, frames.n * sizeof *ph->frame_codes);
@@ -816,7 +865,7 @@ static int load_phase_table(load_ctx_t *lc, json_t *root) {
     for (size_t k = 0; k < frames.n; k++) {
       char field[64], owner[160];
       snprintf(field, sizeof field, "frames[%zu]", k);
-      snprintf(owner, sizeof owner, "phase %s", ph->id);
+      snprintf(owner, sizeof owner, "phase %s", quote_id(ph->id, strlen(ph->id), pid, sizeof pid));
       pcre2_code *code;
       if ((rc = compile_regex(lc, frames.v[k], field, owner, &code))) return rc;
       ph->frame_codes[ph->nframes++] = code;
@@ -832,10 +881,13 @@ static int check_clue_phases(const ddx_catalog_t *cat, ddx_error_t *err) {
     for (size_t c = 0; c < cat->rules[r].nclues; c++) {
       const ddx_clue_t *cl = &cat->rules[r].clues[c];
       for (size_t k = 0; k < cl->phases.n; k++)
-        if (!ddx_catalog_find_phase(cat, cl->phases.v[k]))
+        if (!ddx_catalog_find_phase(cat, cl->phases.v[k])) {
+          char pid[100];
           return ddx_error_set(err, DDX_ERULE,
                                "%s: $.clues[%zu].phase: \"%s\" is not a phase of the phase table",
-                               cat->rules[r].file, c, cl->phases.v[k]);
+                               cat->rules[r].file, c,
+                               quote_id(cl->phases.v[k], strlen(cl->phases.v[k]), pid, sizeof pid));
+        }
     }
   return 0;
 }

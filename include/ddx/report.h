@@ -25,6 +25,26 @@ char *ddx_report_text(const ddx_diagnosis_t *d, const ddx_report_opts_t *o);
 char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o);
 /* A catalog entry as text, or (json=true) as the JSON object. */
 char *ddx_report_explain(const ddx_rule_t *r, const ddx_report_opts_t *o, bool json);
+/* Appends s[0..n) for a terminal: each control character (C0 but tab,
+ * DEL, C1 U+0080-U+009F) is shown escaped as \x1b or \u009b, and each
+ * byte that does not start valid UTF-8 as \xff, so text from a log or a
+ * rule pack cannot move the cursor, set a title or hide what follows.
+ * Valid UTF-8 text is kept as it is. Every text rendering above applies it
+ * to each piece of log or rule text; its own colours are the only escape
+ * sequences it writes. */
+void ddx_sb_put_term(ddx_sb_t *b, const char *s, size_t n);
+/* ddx_sb_put_term of a NUL-terminated string (NULL: ""), malloc'd. */
+char *ddx_term_escape(const char *s);
+/* Appends s[0..n) as Markdown text (hovers, anything rendered as
+ * Markdown): control characters as ddx_sb_put_term shows them, and the
+ * characters that make links, images, HTML, emphasis or headings
+ * (\ ` * _ [ ] ( ) < > ! # | ~ & { }) backslash-escaped, so a log line or a
+ * rule pack cannot add a link, an image or a heading. With code_spans, the
+ * `code` spans of the catalog's prose are kept as code spans. */
+void ddx_sb_put_md(ddx_sb_t *b, const char *s, size_t n, bool code_spans);
+/* Appends s[0..n) as one Markdown code span, fenced with more backticks
+ * than any run inside it (control characters escaped). */
+void ddx_sb_put_md_code(ddx_sb_t *b, const char *s, size_t n);
 /* Replaces personal data in text (home folders, user names, IPs, the hosts
  * listed in hosts[0..nhosts)); returns a malloc'd string. */
 char *ddx_redact(const char *text, const char *const *hosts, size_t nhosts);
