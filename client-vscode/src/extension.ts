@@ -9,6 +9,7 @@ import { LOG_SCHEME, LogStore } from './logstore';
 import { DiagnosisPanel } from './panel';
 import { incidentHeadline, isReport, Report } from './report';
 import { DdxServer } from './server';
+import { IgnoredSettings } from './settings';
 import { FailedCommand, TerminalWatcher } from './terminal';
 
 /** What the extension returns from activate(): used by its tests, usable by other extensions. */
@@ -22,13 +23,16 @@ export interface DdxApi {
   readonly onDidDiagnose: vscode.Event<Diagnosis>;
   lastDiagnosis(): Diagnosis | undefined;
   diagnoseText(text: string, label?: string): Promise<Report>;
+  /** The machine settings (ddx.server.path, ...) whose workspace value was ignored, with a notice. */
+  ignoredSettings(): string[];
 }
 
 const STATUS_IDLE = '$(pulse) ddx';
 
 export function activate(ctx: vscode.ExtensionContext): DdxApi {
   const output = vscode.window.createOutputChannel('ddx', { log: true });
-  const server = new DdxServer(ctx, output);
+  const ignored = new IgnoredSettings(output);
+  const server = new DdxServer(ctx, output, ignored.notice);
   const logs = new LogStore();
   const fixes = new Fixes(logs);
   const panel = new DiagnosisPanel(ctx.extensionUri, fixes);
@@ -49,7 +53,12 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
       status.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
     } else if (primary) {
       status.text = `$(${primary.severity === 'error' ? 'error' : 'warning'}) ${incidentHeadline(primary)}`;
-      const md = new vscode.MarkdownString(`**ddx — last diagnosis** (${last?.source.label ?? ''})\n\n${primary.title}\n\nClick to show the diagnosis.`);
+      // The label and the title come from a log and a rule pack: text, not Markdown.
+      const md = new vscode.MarkdownString('**ddx — last diagnosis** (')
+        .appendText(last?.source.label ?? '')
+        .appendMarkdown(')\n\n')
+        .appendText(primary.title)
+        .appendMarkdown('\n\nClick to show the diagnosis.');
       status.tooltip = md;
       status.command = 'ddx.showLastDiagnosis';
       status.backgroundColor = undefined;
@@ -241,6 +250,8 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
   };
 
   const watcher = new TerminalWatcher(onFailed, output);
+  // A workspace value of a machine setting never reaches the extension: its files tell.
+  const settingsWatcher = vscode.workspace.createFileSystemWatcher('**/.vscode/settings.json');
 
   const guard = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R | undefined> => {
     try {
@@ -262,6 +273,9 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
     terminalEmitter,
     diagnosedEmitter,
     vscode.workspace.registerTextDocumentContentProvider(LOG_SCHEME, logs),
+    settingsWatcher,
+    settingsWatcher.onDidCreate(() => void ignored.checkWorkspaceFiles()),
+    settingsWatcher.onDidChange(() => void ignored.checkWorkspaceFiles()),
     vscode.commands.registerCommand('ddx.diagnoseSelection', guard(diagnoseSelection)),
     vscode.commands.registerCommand('ddx.diagnoseTerminalSelection', guard(diagnoseTerminalSelection)),
     vscode.commands.registerCommand('ddx.diagnoseLogFile', guard(diagnoseLogFile)),
@@ -282,6 +296,7 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
     })),
     vscode.commands.registerCommand('ddx.showOutput', () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('ddx')) void ignored.checkWorkspaceFiles();
       if (e.affectsConfiguration('ddx.server.path')) {
         catalog.invalidate();
         void server.restart();
@@ -289,6 +304,7 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
     }),
   );
 
+  void ignored.checkWorkspaceFiles();
   void server.start();
 
   return {
@@ -300,6 +316,7 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
     onDidDiagnose: diagnosedEmitter.event,
     lastDiagnosis: () => last,
     diagnoseText: (text: string) => diagnoseText(text),
+    ignoredSettings: () => ignored.ignored,
   };
 }
 

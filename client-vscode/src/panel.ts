@@ -2,7 +2,7 @@
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { Diagnosis, Fixes, Source } from './fixes';
-import { describeOp, fixesHtml, FixView, reportHtml } from './view';
+import { describeOp, esc, fixesHtml, FixView, reportHtml } from './view';
 
 export function nonce(): string {
   return crypto.randomBytes(16).toString('base64').replace(/[^A-Za-z0-9]/g, '');
@@ -49,7 +49,7 @@ export function pageHtml(webview: vscode.Webview, extensionUri: vscode.Uri, titl
   return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">` +
     `<meta http-equiv="Content-Security-Policy" content="${csp}">` +
     `<meta name="viewport" content="width=device-width, initial-scale=1.0">` +
-    `<link rel="stylesheet" href="${css}"><title>${title}</title></head>` +
+    `<link rel="stylesheet" href="${css}"><title>${esc(title)}</title></head>` +
     `<body>${body}<script nonce="${n}" src="${js}"></script></body></html>`;
 }
 

@@ -4,6 +4,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import {
   CancellationToken,
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -16,7 +17,7 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
-import { expandPath, serverPathSetting, serverSettings } from './settings';
+import { expandPath, IgnoredNotice, serverPathSetting, serverSettings } from './settings';
 
 export type BinarySource = 'setting' | 'bundled' | 'PATH';
 
@@ -54,11 +55,12 @@ function onPath(name: string): string | undefined {
 }
 
 /**
- * The binary: `ddx.server.path` when the user set it (an explicit choice wins), else the one
- * bundled for this platform, else `ddx` on PATH.
+ * The binary: `ddx.server.path` when the user set it (an explicit choice wins; a workspace value
+ * is ignored: a repository cannot choose what runs), else the one bundled for this platform, else
+ * `ddx` on PATH.
  */
-export function resolveBinary(extensionPath: string): Resolution {
-  const configured = serverPathSetting();
+export function resolveBinary(extensionPath: string, notice?: IgnoredNotice): Resolution {
+  const configured = serverPathSetting(notice);
   if (configured) {
     const p = expandPath(configured);
     if (isExecutable(p)) return { ok: true, binary: { path: p, source: 'setting', env: { ...process.env } } };
@@ -113,6 +115,7 @@ export class DdxServer implements vscode.Disposable {
   constructor(
     private readonly ctx: vscode.ExtensionContext,
     readonly output: vscode.LogOutputChannel,
+    private readonly notice?: IgnoredNotice,
   ) {}
 
   get running(): boolean {
@@ -131,7 +134,7 @@ export class DdxServer implements vscode.Disposable {
   }
 
   private async doStart(): Promise<boolean> {
-    const res = resolveBinary(this.ctx.extensionPath);
+    const res = resolveBinary(this.ctx.extensionPath, this.notice);
     if (!res.ok) {
       this.fail(res.reason);
       return false;
@@ -145,8 +148,16 @@ export class DdxServer implements vscode.Disposable {
       documentSelector,
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: { ddx: serverSettings() },
+      initializationOptions: { ddx: serverSettings(this.notice) },
       synchronize: { configurationSection: 'ddx' },
+      // The settings sent on a change are the ones read here (machine settings: the user's
+      // value only), not VS Code's merged view of the section.
+      middleware: {
+        workspace: {
+          didChangeConfiguration: () =>
+            client.sendNotification(DidChangeConfigurationNotification.type, { settings: { ddx: serverSettings(this.notice) } }),
+        },
+      },
       initializationFailedHandler: (error) => {
         this.output.error(`initialize failed: ${String(error)}`);
         return false;

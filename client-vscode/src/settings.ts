@@ -11,6 +11,136 @@ export interface ServerSettings {
   diagnoseFile: { allowOutsideWorkspace: boolean };
 }
 
+/**
+ * The settings that name a program to run, or files and folders outside the workspace. Any
+ * repository can carry a .vscode/settings.json, so only the user's (or the remote machine's) value
+ * counts: a workspace or folder value is ignored, with a notice (package.json gives them
+ * `"scope": "machine"`, so VS Code drops such values too).
+ */
+export const MACHINE_SETTINGS = ['server.path', 'rules.extraPaths', 'dsConfig.path', 'diagnoseFile.allowOutsideWorkspace'] as const;
+export type MachineSetting = (typeof MACHINE_SETTINGS)[number];
+
+/**
+ * The most output kept per terminal command (ddx.terminal.maxOutputBytes, its "maximum" in
+ * package.json): the kept text goes to the server as one ddx.diagnoseText request, and 64 MiB
+ * stays within the server's 128 MiB message limit (DDX_LSP_DEFAULT_MAX_FRAME) even when JSON
+ * escaping doubles it; it is also more than the 64 MiB from which the CLI splits a file.
+ */
+export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+export const MIN_OUTPUT_BYTES = 65536;
+export const DEFAULT_OUTPUT_BYTES = 8 * 1024 * 1024;
+
+/** Called with "ddx.server.path" and the like when a workspace value of it was ignored. */
+export type IgnoredNotice = (setting: string) => void;
+
+/** A machine setting's user value, else its default; a workspace or folder value is never taken. */
+export function machineSetting<T>(key: MachineSetting, notice?: IgnoredNotice): T | undefined {
+  const i = vscode.workspace.getConfiguration('ddx').inspect<T>(key);
+  if (!i) return undefined;
+  const fromWorkspace = [i.workspaceValue, i.workspaceFolderValue, i.workspaceLanguageValue, i.workspaceFolderLanguageValue];
+  if (notice && fromWorkspace.some((v) => v !== undefined)) notice(`ddx.${key}`);
+  return i.globalValue !== undefined ? i.globalValue : i.defaultValue;
+}
+
+/** Drops // and /* *\/ comments and trailing commas outside strings: settings files are JSONC. */
+export function stripJsonc(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j;
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+      out += '\n';
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end < 0 ? text.length : end + 1;
+    } else out += c;
+  }
+  return out.replace(/,(\s*[}\]])/g, '$1');
+}
+
+/** The dotted keys of a settings object ({"ddx.server": {"path": 1}} has "ddx.server.path"). */
+function settingKeys(v: unknown, prefix = '', out: Set<string> = new Set()): Set<string> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    if (prefix) out.add(prefix);
+    return out;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    out.add(key);
+    settingKeys(x, key, out);
+  }
+  return out;
+}
+
+/** The machine settings a settings file's text sets (a .code-workspace file: under "settings"). */
+export function machineSettingsIn(text: string, workspaceFile = false): string[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(stripJsonc(text));
+  } catch {
+    return [];
+  }
+  if (workspaceFile) v = typeof v === 'object' && v !== null ? (v as { settings?: unknown }).settings : undefined;
+  const keys = settingKeys(v);
+  return MACHINE_SETTINGS.map((k) => `ddx.${k}`).filter((k) => keys.has(k));
+}
+
+/**
+ * Tells once per setting, in a warning and the ddx log, that the workspace sets a machine setting
+ * and that ddx ignores it.
+ */
+export class IgnoredSettings {
+  private readonly told = new Set<string>();
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  readonly notice: IgnoredNotice = (setting) => {
+    if (this.told.has(setting)) return;
+    this.told.add(setting);
+    this.log.warn(`${setting} is set in the workspace settings: ignored (only user settings may set it)`);
+    void vscode.window
+      .showWarningMessage(
+        `ddx: this workspace sets ${setting}, which ddx ignores: a repository's settings may not choose a program to run or files outside it. Set it in your user settings if you want it.`,
+        'Open User Settings',
+      )
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('workbench.action.openSettings', setting);
+      });
+  };
+
+  /** The settings told about so far. */
+  get ignored(): string[] {
+    return [...this.told];
+  }
+
+  /**
+   * VS Code itself drops a workspace value of a "machine" setting before the extension sees it;
+   * the workspace's settings files still tell that one was set.
+   */
+  async checkWorkspaceFiles(): Promise<void> {
+    const files: { uri: vscode.Uri; workspaceFile: boolean }[] = (vscode.workspace.workspaceFolders ?? []).map((f) => ({
+      uri: vscode.Uri.joinPath(f.uri, '.vscode', 'settings.json'),
+      workspaceFile: false,
+    }));
+    const wf = vscode.workspace.workspaceFile;
+    if (wf && wf.scheme !== 'untitled') files.push({ uri: wf, workspaceFile: true });
+    for (const f of files) {
+      let text: string;
+      try {
+        text = new TextDecoder().decode(await vscode.workspace.fs.readFile(f.uri));
+      } catch {
+        continue;
+      }
+      for (const s of machineSettingsIn(text, f.workspaceFile)) this.notice(s);
+    }
+  }
+}
+
 /** Expands `~` and `${workspaceFolder}`; a relative path is taken from the first workspace folder. */
 export function expandPath(p: string): string {
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -27,17 +157,18 @@ function num(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
-export function serverSettings(): ServerSettings {
+export function serverSettings(notice?: IgnoredNotice): ServerSettings {
   const c = vscode.workspace.getConfiguration('ddx');
-  const extra = c.get<unknown>('rules.extraPaths');
-  const ds = c.get<string>('dsConfig.path') ?? '';
+  const extra = machineSetting<unknown>('rules.extraPaths', notice);
+  const dsRaw = machineSetting<unknown>('dsConfig.path', notice);
+  const ds = typeof dsRaw === 'string' ? dsRaw : '';
   const ws = num(c.get<unknown>('world.size'));
   return {
     rules: { extraPaths: Array.isArray(extra) ? extra.filter((e): e is string => typeof e === 'string' && e !== '').map(expandPath) : [] },
     dsConfig: { path: ds.trim() ? expandPath(ds) : null },
     model: { parameters: num(c.get<unknown>('model.parameters')) },
     world: { size: ws !== null ? Math.trunc(ws) : null },
-    diagnoseFile: { allowOutsideWorkspace: c.get<boolean>('diagnoseFile.allowOutsideWorkspace') === true },
+    diagnoseFile: { allowOutsideWorkspace: machineSetting<unknown>('diagnoseFile.allowOutsideWorkspace', notice) === true },
   };
 }
 
@@ -45,11 +176,17 @@ export function autoDiagnoseTerminal(): boolean {
   return vscode.workspace.getConfiguration('ddx').get<boolean>('terminal.autoDiagnose') !== false;
 }
 
-export function terminalMaxBytes(): number {
-  const v = vscode.workspace.getConfiguration('ddx').get<number>('terminal.maxOutputBytes');
-  return typeof v === 'number' && v >= 65536 ? v : 8 * 1024 * 1024;
+/** ddx.terminal.maxOutputBytes, at most MAX_OUTPUT_BYTES whatever a settings file says. */
+export function clampOutputBytes(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < MIN_OUTPUT_BYTES) return DEFAULT_OUTPUT_BYTES;
+  return Math.min(Math.floor(v), MAX_OUTPUT_BYTES);
 }
 
-export function serverPathSetting(): string {
-  return (vscode.workspace.getConfiguration('ddx').get<string>('server.path') ?? '').trim();
+export function terminalMaxBytes(): number {
+  return clampOutputBytes(vscode.workspace.getConfiguration('ddx').get<unknown>('terminal.maxOutputBytes'));
+}
+
+export function serverPathSetting(notice?: IgnoredNotice): string {
+  const v = machineSetting<unknown>('server.path', notice);
+  return (typeof v === 'string' ? v : '').trim();
 }

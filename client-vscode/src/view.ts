@@ -2,6 +2,7 @@
 // JSON (every string escaped); the webview script only forwards clicks (media/*.js).
 import { Candidate, CatalogEntry, Collateral, Incident, PatchOp, Report, formatRanks } from './report';
 
+/** The one HTML escape of the webviews: every text from a report, a log or a rule pack goes through it. */
 export function esc(s: unknown): string {
   return String(s ?? '')
     .replace(/&/g, '&amp;')
@@ -53,7 +54,7 @@ function shown(line: number): number {
 
 function lineButton(line: number | undefined, label: string): string {
   if (!line) return esc(label);
-  return `<button class="link" data-action="reveal" data-line="${line}" title="Show line ${shown(line)} in the log">${esc(label)}</button>`;
+  return `<button class="link" data-action="reveal" data-line="${esc(line)}" title="Show line ${esc(shown(line))} in the log">${esc(label)}</button>`;
 }
 
 function shortFile(f: string | undefined): string {
@@ -69,7 +70,7 @@ function collateralTable(rows: Collateral[]): string {
     .map((c) => {
       const ranks = formatRanks(c.ranks);
       return `<tr><td><code>${esc(c.rule)}</code><div class="sub">${esc(c.title)}</div></td>` +
-        `<td>${esc(roleLabel(c.role))}</td><td class="num">${c.count}</td>` +
+        `<td>${esc(roleLabel(c.role))}</td><td class="num">${esc(c.count)}</td>` +
         `<td>${ranks ? esc(ranks) : '<span class="muted">unknown</span>'}</td>` +
         `<td>${c.first_line ? lineButton(c.first_line, `line ${shown(c.first_line)}`) : ''}</td></tr>`;
     })
@@ -81,20 +82,20 @@ function collateralTable(rows: Collateral[]): string {
 
 function whereHtml(inc: Incident): string {
   const who: string[] = [];
-  if (inc.rank !== null && inc.rank !== undefined) who.push(`rank <strong>${inc.rank}</strong>`);
+  if (inc.rank !== null && inc.rank !== undefined) who.push(`rank <strong>${esc(inc.rank)}</strong>`);
   else who.push('rank <strong>unknown</strong>');
-  if (inc.local_rank !== null && inc.local_rank !== undefined && inc.local_rank !== inc.rank) who.push(`local rank ${inc.local_rank}`);
+  if (inc.local_rank !== null && inc.local_rank !== undefined && inc.local_rank !== inc.rank) who.push(`local rank ${esc(inc.local_rank)}`);
   if (inc.host) who.push(`host <strong>${esc(inc.host)}</strong>`);
   const at = inc.line ? ` at ${lineButton(inc.line, `${shortFile(inc.file)}:${shown(inc.line)}`)}` : '';
-  const ranks = inc.ranks && inc.ranks.length > 1 ? ` <span class="muted">(${inc.count ?? inc.ranks.length} events on ranks ${esc(formatRanks(inc.ranks))})</span>` : '';
+  const ranks = inc.ranks && inc.ranks.length > 1 ? ` <span class="muted">(${esc(inc.count ?? inc.ranks.length)} events on ranks ${esc(formatRanks(inc.ranks))})</span>` : '';
   const facts = inc.facts && Object.keys(inc.facts).length
     ? `<dl class="facts">${Object.entries(inc.facts).map(([k, v]) => `<div><dt>${esc(k)}</dt><dd>${esc(v)}</dd></div>`).join('')}</dl>`
     : '';
   const tb = inc.traceback ?? [];
   const raised = tb.length ? tb[tb.length - 1] : undefined;
   const frames: string[] = [];
-  if (raised) frames.push(`raised in <code>${esc(raised.file)}:${raised.line}</code>${raised.function ? ` in <code>${esc(raised.function)}</code>` : ''}${raised.log_line ? ` (${lineButton(raised.log_line, `log line ${shown(raised.log_line)}`)})` : ''}`);
-  if (inc.user_frame) frames.push(`your code <code>${esc(inc.user_frame.file)}:${inc.user_frame.line}</code>${inc.user_frame.function ? ` in <code>${esc(inc.user_frame.function)}</code>` : ''}`);
+  if (raised) frames.push(`raised in <code>${esc(raised.file)}:${esc(raised.line)}</code>${raised.function ? ` in <code>${esc(raised.function)}</code>` : ''}${raised.log_line ? ` (${lineButton(raised.log_line, `log line ${shown(raised.log_line)}`)})` : ''}`);
+  if (inc.user_frame) frames.push(`your code <code>${esc(inc.user_frame.file)}:${esc(inc.user_frame.line)}</code>${inc.user_frame.function ? ` in <code>${esc(inc.user_frame.function)}</code>` : ''}`);
   return `<section aria-labelledby="where-h"><h2 id="where-h">Where it started</h2>` +
     `<p class="where">Started on ${who.join(', ')}${at}${ranks}</p>` +
     (inc.rank_note ? `<p class="muted">${prose(inc.rank_note)}</p>` : '') +
@@ -153,7 +154,7 @@ export function incidentHtml(inc: Incident, idx: number, primary: boolean): stri
     (inc.checklist && inc.checklist.length ? `<details><summary>Checklist (${inc.checklist.length})</summary>${list(inc.checklist)}</details>` : '') +
     referencesHtml(inc.references);
   if (primary) return `<article class="incident primary" aria-label="${esc(inc.rule)}">${body}</article>`;
-  return `<details class="incident other"><summary><span class="badge sev-${esc(inc.severity)}">${esc(inc.severity)}</span> <code>${esc(inc.rule)}</code> ${esc(inc.title)}${inc.rank !== null && inc.rank !== undefined ? ` — rank ${inc.rank}` : ''}</summary><article>${body}</article></details>`;
+  return `<details class="incident other"><summary><span class="badge sev-${esc(inc.severity)}">${esc(inc.severity)}</span> <code>${esc(inc.rule)}</code> ${esc(inc.title)}${inc.rank !== null && inc.rank !== undefined ? ` — rank ${esc(inc.rank)}` : ''}</summary><article>${body}</article></details>`;
 }
 
 export interface ReportContext {
@@ -172,8 +173,8 @@ export function reportHtml(report: Report, ctx: ReportContext): string {
   const st = report.stats;
   const meta = [
     esc(ctx.label),
-    st?.lines !== undefined ? `${st.lines.toLocaleString('en-US')} lines` : '',
-    st?.rules !== undefined ? `${st.rules} rules` : '',
+    st?.lines !== undefined ? `${esc(st.lines.toLocaleString('en-US'))} lines` : '',
+    st?.rules !== undefined ? `${esc(st.rules)} rules` : '',
     st?.seconds !== undefined ? `${(st.seconds * 1000).toFixed(st.seconds < 0.01 ? 2 : 0)} ms` : '',
     esc(report.tool ?? ''),
     'diagnosed on this machine',

@@ -65,12 +65,18 @@ fi
 lap "compile"
 npm run --silent compile >"$CACHE/compile.log" 2>&1 || { cat "$CACHE/compile.log"; echo "0 passed, 1 failed (tsc)"; exit 1; }
 grep -i 'copy-schema' "$CACHE/compile.log"
+# the settings in a hostile workspace, without VS Code (package.json scopes, the compiled reader)
+lap "manifest check"
+node "$here/manifest-check.js"; manifest_rc=$?
 
 # --- 5. an isolated workspace, profile and home
 T=$(mktemp -d "${TMPDIR:-/tmp}/ddx-vscode-e2e.XXXXXX")
 WS="$T/ws"
 mkdir -p "$T/home" "$T/data/User" "$T/ext" "$T/tmp" "$WS/logs/big"
 cp -r "$here/workspace/." "$WS/"
+# for the in-host tests the workspace is a hostile repository: its .vscode/settings.json points
+# ddx.server.path at .vscode/evil-server.sh (which would leave .vscode/PWNED), and so on
+mkdir -p "$WS/.vscode" && cp -r "$here/hostile/." "$WS/.vscode/"
 cp "$root/examples/zero3-oom-8gpu.log" "$WS/logs/"
 for f in 016-torchrun-exitcode-9-eight-sigterm-longchat.log 076-ds-zero3-optimizer-step-oom-236b-interleaved.log; do
   cp "$root/tests/corpus/dev/$f" "$WS/logs/"
@@ -131,6 +137,7 @@ for _ in $(seq 200); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" &
 curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" || { cat "$T/cs.log"; echo "0 passed, 1 failed (code-server did not start)"; exit 1; }
 
 passed=0; failed=0
+if [ $manifest_rc = 0 ]; then passed=$((passed + 1)); else echo "  FAIL manifest check"; failed=$((failed + 1)); fi
 # --- 7. in-host extension tests
 lap "in-host extension tests"
 cd "$here"
@@ -146,6 +153,9 @@ if [ -f "$DDX_TEST_OUT" ]; then
 else
   echo "  FAIL no result from the extension host (rc $host_rc)"; failed=$((failed + 1))
 fi
+
+if [ -e "$WS/.vscode/PWNED" ]; then echo "  FAIL the workspace's ddx.server.path ran"; failed=$((failed + 1)); fi
+rm -f "$WS/.vscode/settings.json" # the UI run's screenshots show no notice about it
 
 # --- 8. UI run: screenshots of the diagnosis view and the Problems panel
 lap "UI run (playwright-core + headless Chromium)"

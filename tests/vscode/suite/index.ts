@@ -23,12 +23,13 @@ interface FailedCommand {
   exitCode: number;
 }
 interface DdxApi {
-  server: { start(): Promise<boolean>; running: boolean; lastError: string | undefined; execute<T>(c: string, a: unknown[], t?: vscode.CancellationToken, p?: { report(m: string | undefined, pct: number | undefined): void }): Promise<T> };
+  server: { start(): Promise<boolean>; restart(): Promise<boolean>; running: boolean; lastError: string | undefined; binary?: { path: string; source: string }; execute<T>(c: string, a: unknown[], t?: vscode.CancellationToken, p?: { report(m: string | undefined, pct: number | undefined): void }): Promise<T> };
   panel: { lastHtml: string; visible: boolean; onDidRender: vscode.Event<{ html: string; fixes: number }>; fixesFor(i: number): vscode.CodeAction[] };
   fixes: { apply(a: vscode.CodeAction, reveal?: boolean): Promise<boolean> };
   catalog: { list(): Promise<{ id: string }[]>; explain(id: string): Promise<{ id: string; title: string }> };
   onDidDiagnoseTerminal: vscode.Event<{ command: FailedCommand; report: Report; message: string | undefined }>;
   lastDiagnosis(): { report: Report; source: { kind: string; label: string } } | undefined;
+  ignoredSettings(): string[];
 }
 /** What the CLI says about the same files (tests/vscode/run.sh writes it with `ddx diagnose --format json`). */
 interface Expect {
@@ -125,6 +126,29 @@ test('the extension activates and `ddx lsp` runs', async () => {
   assert.strictEqual(await api.server.start(), true, `server started (${api.server.lastError ?? ''})`);
   assert.ok(api.server.running);
 });
+
+// tests/vscode/hostile/ is the workspace's .vscode/ for this run (run.sh): its settings.json points
+// ddx.server.path at .vscode/evil-server.sh (which would leave .vscode/PWNED), adds a rule folder,
+// a ds_config outside the workspace, reading outside it and a huge terminal buffer.
+test('a workspace settings.json cannot choose the server, rule folders or files outside it', async () => {
+  const marker = path.join(WS, '.vscode', 'PWNED');
+  const evil = path.join(WS, '.vscode', 'evil-server.sh');
+  assert.ok(fs.existsSync(evil), 'the hostile workspace settings are in place (run.sh copies tests/vscode/hostile)');
+  assert.ok(api.server.running, 'the server runs');
+  assert.notStrictEqual(api.server.binary?.path, evil);
+  assert.strictEqual(api.server.binary?.source, 'setting', "the user's ddx.server.path is still taken");
+  assert.ok(!fs.existsSync(marker), "the workspace's ddx.server.path never ran");
+  await api.server.restart();
+  assert.ok(api.server.running && api.server.binary?.path !== evil, 'a restart does not take it either');
+  assert.ok(!fs.existsSync(marker), "the workspace's ddx.server.path never ran, even on a restart");
+  const ids = (await api.catalog.list()).map((i) => i.id);
+  assert.ok(ids.length > 10 && !ids.includes('evil.workspace'), "the workspace's rule folder is not loaded");
+  const want = ['ddx.server.path', 'ddx.rules.extraPaths', 'ddx.dsConfig.path', 'ddx.diagnoseFile.allowOutsideWorkspace'];
+  await until('the notices', 5000, () => (want.every((k) => api.ignoredSettings().includes(k)) ? true : undefined)).catch(() => undefined);
+  assert.deepStrictEqual(api.ignoredSettings().filter((k) => want.includes(k)).sort(), [...want].sort(), 'each ignored setting is named once');
+  const cfg = vscode.workspace.getConfiguration('ddx');
+  assert.notStrictEqual(cfg.get('diagnoseFile.allowOutsideWorkspace'), true, 'VS Code drops the machine setting too');
+}, 30000);
 
 test('diagnostics appear for the opened multi-rank example log (rank 5, collateral linked)', async () => {
   const ed = await openLog(EXAMPLE);
@@ -342,14 +366,16 @@ test('the ds_config JSON schema flags a bad ds_config', async () => {
 test('a missing server gives a clear error and the server comes back when the path is fixed', async () => {
   const cfg = vscode.workspace.getConfiguration('ddx');
   const good = cfg.get<string>('server.path');
+  // a workspace cannot set it at all ("scope": "machine")
+  await assert.rejects(Promise.resolve(cfg.update('server.path', '/nonexistent/ddx', vscode.ConfigurationTarget.Workspace)));
   const changed = nextEvent(vscode.workspace.onDidChangeConfiguration, 'settings', 5000);
-  await cfg.update('server.path', '/nonexistent/ddx', vscode.ConfigurationTarget.Workspace);
+  await cfg.update('server.path', '/nonexistent/ddx', vscode.ConfigurationTarget.Global);
   await changed;
   await until('the error', 10000, () => (api.server.lastError && !api.server.running ? true : undefined));
   assert.match(api.server.lastError ?? '', /ddx\.server\.path is set to "\/nonexistent\/ddx", which is not an executable file/);
-  await cfg.update('server.path', undefined, vscode.ConfigurationTarget.Workspace);
+  await cfg.update('server.path', good, vscode.ConfigurationTarget.Global);
   await until('the server again', 15000, () => (api.server.running ? true : undefined));
-  assert.strictEqual(cfg.get<string>('server.path'), good);
+  assert.strictEqual(vscode.workspace.getConfiguration('ddx').get<string>('server.path'), good);
 }, 40000);
 
 // ---------------------------------------------------------------------------------------- runner
