@@ -1,9 +1,19 @@
 /* ddx/live.h - owns the live front ends on libuv: `ddx run -- CMD...`
  * (wrap a training command, pass its output through unchanged, diagnose
  * it when it fails) and `ddx watch FILE|DIR...` (follow growing logs,
- * report each incident once as it appears, report a stall as a hang),
- * with Prometheus textfile metrics and an --on-failure hook. Both feed the
- * engine's live inputs (ddx_scan_feed_lines); neither adds diagnosis logic. */
+ * report each incident once as it appears), with Prometheus textfile
+ * metrics and an --on-failure hook. Both feed the engine's live inputs
+ * (ddx_scan_feed_lines); neither adds diagnosis logic.
+ *
+ * A hang is told by the clock: with --stall SECONDS (both modes) a stall is
+ * reported once when no output came for that long, and once more when
+ * output resumes; the incidents of no-error rules (train.hang) are never
+ * reported from a diagnosis while the job runs, since every healthy run
+ * matches them between two progress lines. watch writes its reports on
+ * stdout (text, or JSON lines with --format json: the contract's incident
+ * objects, and {"event":"stall"|"resumed",...}); run writes them on stderr,
+ * its stdout being the command's. Text from rule packs, logs and file names
+ * reaches the terminal escaped; metrics label values are escaped. */
 #ifndef DDX_LIVE_H
 #define DDX_LIVE_H
 
