@@ -256,6 +256,10 @@ static int walk_entry(walk_t *w, const char *full, const char *name, int depth) 
 
 static int walk_dir(walk_t *w, const char *path, int depth) {
   DIR *d = opendir(path);
+  if (!d && depth > 0) { /* an unreadable subfolder hides only itself */
+    w->skipped++;
+    return 0;
+  }
   if (!d) return ddx_error_set(w->err, DDX_EIO, "%s: %s", path, strerror(errno));
   ddx_vec_t names;
   ddx_vec_init(&names, sizeof(char *));

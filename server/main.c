@@ -3,6 +3,8 @@
  * it owns argument parsing, finding the catalog and exit codes:
  * 0 no error-severity failure, 1 a failure found, 2 usage or input error. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static const char *const usage_text =
     "      --events-out FILE: also write the compact per-node events for ddx merge\n"
     "      --threads N: scan a big file (64 MiB+, $DDX_SPLIT_MIN bytes) in N parts at once\n"
     "                   (default: the CPUs available, at most 16)\n"
-    "  run [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
+    "  run [--stall SECONDS] [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
     "      run a training command, pass its output through, diagnose it when it fails\n"
     "  watch [--format text|json] [--stall SECONDS] [--exit-on-failure] [--metrics FILE]\n"
     "        [--on-failure CMD] [--from-end] FILE|DIR...\n"
@@ -74,6 +76,27 @@ static int usage(const char *msg) {
 #define SOURCE_RULES NULL
 #endif
 
+/* Prints one formatted line to f with every control character shown
+ * escaped (ddx_term_escape): messages and listings quote file names, rule
+ * text and bytes from logs and configs, none of which may drive the
+ * terminal. */
+static void cli_say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cli_say(FILE *f, const char *fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = strlen(buf);
+  bool nl = len && buf[len - 1] == '\n';
+  if (nl) buf[len - 1] = 0;
+  char *e = ddx_term_escape(buf);
+  fputs(e ? e : buf, f);
+  if (nl) fputc('\n', f);
+  free(e);
+}
+
 static int load_catalog(cli_t *c, ddx_catalog_t **cat) {
   ddx_error_t err = {0};
   if (c->nrule_dirs == 0)
@@ -81,11 +104,11 @@ static int load_catalog(cli_t *c, ddx_catalog_t **cat) {
         ddx_catalog_default_dir(c->default_dir, sizeof c->default_dir, SOURCE_RULES);
   int rc = ddx_catalog_load(cat, c->rule_dirs, c->nrule_dirs, &err);
   if (rc) {
-    fprintf(stderr, "ddx: %s\n", err.msg);
+    cli_say(stderr, "ddx: %s\n", err.msg);
     return 2;
   }
   for (size_t i = 0; i < (*cat)->warnings.n; i++)
-    fprintf(stderr, "ddx: rules: %s\n", (*cat)->warnings.v[i]);
+    cli_say(stderr, "ddx: rules: %s\n", (*cat)->warnings.v[i]);
   return 0;
 }
 
@@ -132,7 +155,7 @@ static int cli_expand_inputs(const ddx_vec_t *args, bool merge, ddx_vec_t *input
       rc = ddx_list_inputs(a, inputs, DDX_CLI_MAX_INPUTS - inputs->len, &skipped, &lerr);
     }
     if (rc) {
-      fprintf(stderr, "ddx: %s\n", lerr.msg);
+      cli_say(stderr, "ddx: %s\n", lerr.msg);
       free_inputs(inputs);
       return 2;
     }
@@ -225,7 +248,7 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
     const char *in = DDX_VEC_AT(&inputs, char *, i);
     if (merge ? ddx_events_read(&scan, in, &err)
               : ddx_split_scan(&scan, in, threads, split_min, &err)) {
-      fprintf(stderr, "ddx: %s\n", err.msg);
+      cli_say(stderr, "ddx: %s\n", err.msg);
       ddx_scan_free(&scan);
       ddx_catalog_free(cat);
       free_inputs(&inputs);
@@ -239,7 +262,7 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
     int erc = ef ? ddx_events_write(&scan, ef, &eerr) : DDX_EIO;
     if (ef && fclose(ef) != 0) erc = DDX_EIO;
     if (erc) {
-      fprintf(stderr, "ddx: %s: %s\n", events_out, ef ? eerr.msg : strerror(errno));
+      cli_say(stderr, "ddx: %s: %s\n", events_out, ef ? eerr.msg : strerror(errno));
       ddx_scan_free(&scan);
       ddx_catalog_free(cat);
       return 2;
@@ -248,14 +271,14 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   ddx_diagnosis_t d;
   ddx_error_t err = {0};
   if (ddx_diagnose(&d, &scan, &err)) {
-    fprintf(stderr, "ddx: %s\n", err.msg);
+    cli_say(stderr, "ddx: %s\n", err.msg);
     ddx_scan_free(&scan);
     ddx_catalog_free(cat);
     return 2;
   }
   for (size_t r = 0; r < cat->nrules; r++)
     if (scan.rule_regex_errors[r])
-      fprintf(stderr,
+      cli_say(stderr,
               "ddx: warning: rule %s (%s): its regex hit the pcre2 match limit on %llu line(s); "
               "those lines were skipped for it (catastrophic backtracking?)\n",
               cat->rules[r].id, cat->rules[r].file, (unsigned long long)scan.rule_regex_errors[r]);
@@ -293,7 +316,7 @@ static int cmd_explain(cli_t *c, int argc, char **argv) {
   if (rc) return rc;
   const ddx_rule_t *r = ddx_catalog_find(cat, id);
   if (!r) {
-    fprintf(stderr, "ddx: no failure class \"%s\" in the catalog (see `ddx rules list`)\n", id);
+    cli_say(stderr, "ddx: no failure class \"%s\" in the catalog (see `ddx rules list`)\n", id);
     ddx_catalog_free(cat);
     return 2;
   }
@@ -379,8 +402,8 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
   if (!strcmp(sub, "list")) {
     for (size_t i = 0; i < cat->nrules; i++) {
       const ddx_rule_t *r = &cat->rules[i];
-      printf("%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity),
-             ddx_role_name((int)r->role), r->priority, r->title);
+      cli_say(stdout, "%-30s %-8s %-10s %3d  %s\n", r->id, ddx_severity_name((int)r->severity),
+              ddx_role_name((int)r->role), r->priority, r->title);
     }
   } else if (!strcmp(sub, "--literals")) {
     /* every distinct prefilter literal, one per line (for rg -F -f) */
@@ -421,9 +444,10 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         for (size_t l = 0; l < p->literals.n; l++) {
           const char *lit = p->literals.v[l];
           if (strlen(lit) < 4 || ddx_prefilter_literal_cost(lit, strlen(lit)) > 6500) {
-            printf("warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may "
-                   "slow down scanning\n",
-                   r->file, r->id, k, lit);
+            cli_say(stdout,
+                    "warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may "
+                    "slow down scanning\n",
+                    r->file, r->id, k, lit);
             warns++;
           }
         }
@@ -432,8 +456,8 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         char why[512];
         samples++;
         if (!run_sample(cat, r, &r->positive[k], why, sizeof why)) {
-          printf("FAIL: %s: $.samples.positive[%zu]: rule %s did not match (%s%s)\n", r->file, k,
-                 r->id, strncmp(why, "fact", 4) ? "diagnosed as " : "", why);
+          cli_say(stdout, "FAIL: %s: $.samples.positive[%zu]: rule %s did not match (%s%s)\n",
+                  r->file, k, r->id, strncmp(why, "fact", 4) ? "diagnosed as " : "", why);
           fails++;
         }
       }
@@ -441,8 +465,8 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         char why[512];
         samples++;
         if (run_sample(cat, r, &r->negative[k], why, sizeof why)) {
-          printf("FAIL: %s: $.samples.negative[%zu]: rule %s matched a near miss\n", r->file, k,
-                 r->id);
+          cli_say(stdout, "FAIL: %s: $.samples.negative[%zu]: rule %s matched a near miss\n",
+                  r->file, k, r->id);
           fails++;
         }
       }
@@ -564,7 +588,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   ddx_error_t err = {0};
   ddx_dscheck_t *chk = NULL;
   if (ddx_dscheck_load(&chk, schema, &err)) {
-    fprintf(stderr, "ddx: %s\n", err.msg);
+    cli_say(stderr, "ddx: %s\n", err.msg);
     return 2;
   }
   char *text;
@@ -576,9 +600,9 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   if (read) rc = ddx_dscheck_run(chk, text, len, &facts, &res, &err);
   if (rc) {
     if (read) /* the read error names the file itself */
-      fprintf(stderr, "ddx: %s: %s\n", file, err.msg);
+      cli_say(stderr, "ddx: %s: %s\n", file, err.msg);
     else
-      fprintf(stderr, "ddx: %s\n", err.msg);
+      cli_say(stderr, "ddx: %s\n", err.msg);
     if (read) ddx_dscheck_result_free(&res);
     free(text);
     ddx_dscheck_free(chk);
@@ -627,7 +651,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l, col;
       cc_linecol(text, len, x->start, &l, &col);
-      printf("%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message, x->code);
+      cli_say(stdout, "%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message,
+              x->code);
     }
     if (res.memory.valid) {
       char *md = ddx_dscheck_memory_markdown(&res.memory, &facts);

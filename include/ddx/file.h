@@ -59,7 +59,8 @@ bool ddx_path_within(const char *path, const char *dir);
  * `want` accepts, sorted, depth at most 8. Directories already seen (by
  * device and inode) are skipped, so link cycles are listed once; entries
  * that are not regular files (FIFOs, devices, sockets, dangling links)
- * are skipped and counted in *skipped (may be NULL). At most max_files
+ * and subfolders that cannot be read are skipped and counted in *skipped
+ * (may be NULL). At most max_files
  * are listed: past that the walk stops and returns DDX_EINVAL with err
  * saying how many it met, never a silent cut. Returns 0, or DDX_EIO with
  * err naming the path that cannot be read. */

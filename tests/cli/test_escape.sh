@@ -114,4 +114,17 @@ bad_id "with an escape" 'evil.x\\u001b[31m' 'evil.x\x1b[31m'
 bad_id "with a C1 control" 'evil.x\\u009b' 'evil.x\xc2\x9b'
 bad_id "with an empty part" 'evil..inject' 'evil..inject'
 
+# --- CLI messages and listings quote rule text, file names and JSON bytes
+expect_rc 0 "rules list of the hostile pack" "$DDX" rules list --rules "$T/pack"
+clean "$T/out" "rules list"
+mkdir -p "$T/esc"
+ename=$(printf '%s/esc/x\033[2Jy.json' "$T")
+printf '{ "id": 1 \033]0;title\007 }' >"$ename"
+expect_rc 2 "rules check of a malformed rule whose name and bytes hold escapes" "$DDX" rules check "$T/esc"
+clean "$T/err" "a loader error naming such a file"
+contains "$T/err" 'x\x1b[2Jy.json' "the file name is shown escaped"
+printf '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3, "\033[31mevil": 1}}' >"$T/esc.json"
+"$DDX" check-config "$T/esc.json" >"$T/out" 2>"$T/err"
+clean "$T/out" "check-config findings quoting a key with ESC"
+
 finish
