@@ -303,6 +303,7 @@ static void lsp_stop(ddx_lsp_server_t *s, int code) {
     uv_close((uv_handle_t *)&s->progress_timer, NULL);
   }
   ddx_lsp_cancel_jobs(s);
+  ddx_lsp_actions_cancel_all(s, "the server is exiting");
   lsp_write_next(s); /* closes stdout once the queue is empty */
 }
 
@@ -442,6 +443,8 @@ static json_t *lsp_shutdown(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t 
   (void)call;
   s->shutdown = true;
   ddx_lsp_cancel_jobs(s);
+  /* Code actions waiting for the config index are answered too. */
+  ddx_lsp_actions_cancel_all(s, "the server is shutting down");
   return json_null();
 }
 
@@ -455,7 +458,8 @@ static json_t *lsp_exit(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *cal
 static json_t *lsp_cancel(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   (void)call;
   json_t *id = json_object_get(params, "id");
-  if (json_is_integer(id) || json_is_string(id)) ddx_lsp_cancel_request(s, id);
+  if ((json_is_integer(id) || json_is_string(id)) && !ddx_lsp_cancel_request(s, id))
+    ddx_lsp_actions_cancel(s, id); /* a code action waiting for the config index */
   return NULL;
 }
 
@@ -483,7 +487,25 @@ static json_t *lsp_did_change_folders(ddx_lsp_server_t *s, json_t *params, ddx_l
     if (uri) lsp_add_folder(s, uri);
   }
   s->model_scanned = false; /* a model config.json may have come or gone */
+  ddx_lsp_actions_invalidate(s);
   ddx_lsp_cfg_check_all(s);
+  return NULL;
+}
+
+/* Settings (lsp_diag.c); ddx.dsConfig.path feeds the config index. */
+static json_t *lsp_did_change_configuration(ddx_lsp_server_t *s, json_t *params,
+                                            ddx_lsp_call_t *call) {
+  json_t *r = ddx_lsp_did_change_configuration(s, params, call);
+  ddx_lsp_actions_invalidate(s);
+  return r;
+}
+
+/* Files changed on disk: the config index is looked at again. */
+static json_t *lsp_did_change_watched_files(ddx_lsp_server_t *s, json_t *params,
+                                            ddx_lsp_call_t *call) {
+  (void)params;
+  (void)call;
+  ddx_lsp_actions_invalidate(s);
   return NULL;
 }
 
@@ -498,6 +520,7 @@ static ddx_lsp_doc_t *lsp_param_doc(ddx_lsp_server_t *s, json_t *params) {
 static json_t *lsp_did_open(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   json_t *r = ddx_lsp_did_open(s, params, call);
   ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_actions_doc_event(s, d);
   if (d) ddx_lsp_cfg_check_doc(s, d);
   return r;
 }
@@ -511,6 +534,7 @@ static json_t *lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_
 
 static json_t *lsp_did_close(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_actions_doc_event(s, d);
   if (d) ddx_lsp_cfg_doc_closed(s, d);
   return ddx_lsp_did_close(s, params, call);
 }
@@ -518,6 +542,7 @@ static json_t *lsp_did_close(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t
 static json_t *lsp_did_save(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   json_t *r = ddx_lsp_did_save(s, params, call);
   ddx_lsp_doc_t *d = lsp_param_doc(s, params);
+  if (d) ddx_lsp_actions_doc_event(s, d);
   if (d && !strcmp(ddx_lsp_basename(d->uri), "config.json")) {
     /* maybe the model's config.json: look again */
     s->model_scanned = false;
@@ -543,7 +568,8 @@ static const ddx_lsp_method_t lsp_methods[] = {
     {"textDocument/hover", ddx_lsp_hover, false},
     {"textDocument/codeAction", ddx_lsp_code_action, false},
     {"workspace/executeCommand", ddx_lsp_execute_command, false},
-    {"workspace/didChangeConfiguration", ddx_lsp_did_change_configuration, true},
+    {"workspace/didChangeConfiguration", lsp_did_change_configuration, true},
+    {"workspace/didChangeWatchedFiles", lsp_did_change_watched_files, true},
     {"workspace/didChangeWorkspaceFolders", lsp_did_change_folders, true},
 };
 
@@ -1103,6 +1129,7 @@ static void lsp_server_free(ddx_lsp_server_t *s) {
     ddx_lsp_doc_free(d);
   }
   ddx_lsp_catalog_unref(s->cat);
+  ddx_lsp_actions_free(s);
   for (size_t i = 0; i < s->nfolders; i++)
     free(s->folders[i]);
   free(s->folders);

@@ -10,15 +10,45 @@
  * ("json = {...}" of DeepSpeedEngine's configuration print; "auto" values
  * match what the HF Trainer filled in), the workspace folders
  * (ds_config*.json, *deepspeed*.json, then any JSON with DeepSpeed keys; the
- * top two levels only), the setting ddx.dsConfig.path. Only files inside
- * the workspace folders are read, except the one the user named in the
- * setting.
+ * top two levels only), the setting ddx.dsConfig.path. Only files whose
+ * real path (taken from the opened descriptor, not the name) lies inside
+ * the workspace folders are used, except the one the user named in the
+ * setting: a committed `ds_config.json -> /etc/x.json` or a symlinked
+ * subfolder is skipped.
+ *
+ * No file is opened, listed or read on the loop thread for a code action.
+ * The files are looked at by a refresh on the libuv thread pool, which
+ * builds the workspace config index: an immutable, reference-counted
+ * snapshot (lsp_cfgsnap_t) of the workspace folders' JSON files (top two
+ * levels, hidden folders and node_modules skipped, at most
+ * LSP_CFG_MAX_FILES per folder), the candidate paths the open logs name and
+ * the setting's path. Each is opened by ddx_file_open (O_NONBLOCK, fstat,
+ * regular files only: a FIFO or a link to /dev/stdin is refused, never
+ * waited on), its real path taken from the descriptor, at most
+ * DDX_FILE_CAP_CONFIG read; what the search can use is kept (the text of
+ * named files, of ds-named and DeepSpeed files, of files whose values
+ * DeepSpeed printed), the rest only as flags. A file whose device, inode,
+ * size and times did not change keeps the previous snapshot's text and
+ * flags, so a steady-state refresh only opens and fstats. The worker gets
+ * copies of its inputs and a reference to the previous snapshot (taken on
+ * the loop); it never sees the server; references are counted on the loop
+ * thread only.
+ *
+ * A code action is answered from the snapshot when it is fresh: built for
+ * the current generation (bumped by didChangeWatchedFiles, a folder or
+ * configuration change, a didOpen/didClose/didSave of a JSON document),
+ * completed less than LSP_CFG_FRESH_NS ago, with the same setting, and
+ * holding the log's named paths and printed config. Otherwise the request
+ * is deferred (call->deferred) and answered when a refresh completes;
+ * $/cancelRequest, shutdown and exit answer pending ones.
  *
  * On a ds_config document itself, the quick fixes of its own diagnostics
  * (ddx/dscheck.h via lsp_config.c): a misspelt or deprecated key renamed,
  * planned like any other patch, so the edit keeps the file's style. */
 #define _GNU_SOURCE
 #include "ddx/lsp.h"
+
+#include "ddx/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,8 +60,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LSP_CFG_MAX_BYTES ((size_t)4 << 20)
-#define LSP_CFG_MAX_FILES 400
+#define LSP_CFG_MAX_FILES 400                    /* JSON files listed per workspace folder */
+#define LSP_CFG_MAX_EXTRA 256                    /* named candidate paths + the setting */
+#define LSP_CFG_MAX_PRINTED 32                   /* printed configs matched (bits of a mask) */
+#define LSP_CFG_MAX_DOCS 512                     /* open documents whose real path is taken */
+#define LSP_CFG_KEEP_BYTES ((size_t)64 << 20)    /* texts one snapshot keeps */
+#define LSP_CFG_FRESH_NS ((uint64_t)2000000000u) /* a snapshot older than this is refreshed */
+#define LSP_CFG_MAX_WAITS 3 /* refreshes a request waits through before it is answered anyway */
 
 bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path) {
   char *real = realpath(path, NULL);
@@ -64,69 +99,13 @@ static void lsp_cfgsrc_clear(lsp_cfgsrc_t *c) {
   memset(c, 0, sizeof *c);
 }
 
-static ddx_lsp_text_t *lsp_read_small(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  ddx_lsp_text_t *t = NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= LSP_CFG_MAX_BYTES) {
-    char *buf = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (buf && got < (size_t)st.st_size) {
-      ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += (size_t)n;
-    }
-    if (buf) t = ddx_lsp_text_new(buf, got);
-    free(buf);
-  }
-  close(fd);
-  return t;
-}
-
-/* True when the text parses as a DeepSpeed config. */
-static bool lsp_text_is_ds(const ddx_lsp_text_t *t) {
+/* True when the bytes parse as a DeepSpeed config (pure: either thread). */
+static bool lsp_buf_is_ds(const char *data, size_t len) {
   char why[256];
-  ddx_lsp_cfg_t *c = ddx_lsp_cfg_parse(t->data, t->len, why, sizeof why);
+  ddx_lsp_cfg_t *c = ddx_lsp_cfg_parse(data, len, why, sizeof why);
   bool ds = ddx_lsp_cfg_is_deepspeed(c);
   ddx_lsp_cfg_free(c);
   return ds;
-}
-
-static bool lsp_cfg_from_file(ddx_lsp_server_t *s, const char *path, const char *how,
-                              lsp_cfgsrc_t *out, bool need_ds) {
-  char *real = realpath(path, NULL);
-  if (!real) return false;
-  /* A document open in the editor wins over its bytes on disk. */
-  char *uri = ddx_lsp_path_to_uri(real);
-  for (ddx_lsp_doc_t *d = s->docs; d && uri; d = d->next) {
-    char *dreal = d->path ? realpath(d->path, NULL) : NULL;
-    bool same = dreal && !strcmp(dreal, real);
-    free(dreal);
-    if (same) {
-      out->uri = strdup(d->uri);
-      out->path = real;
-      out->text = ddx_lsp_text_ref(d->text);
-      out->version = d->version;
-      out->open = true;
-      out->how = how;
-      free(uri);
-      return true;
-    }
-  }
-  ddx_lsp_text_t *t = lsp_read_small(real);
-  if (!t || (need_ds && !lsp_text_is_ds(t))) {
-    ddx_lsp_text_unref(t);
-    free(uri);
-    free(real);
-    return false;
-  }
-  out->uri = uri;
-  out->path = real;
-  out->text = t;
-  out->how = how;
-  return true;
 }
 
 /* memmem and strcasestr are GNU extensions; the build is plain POSIX. */
@@ -143,33 +122,171 @@ static bool lsp_name_is_ds(const char *name) {
   return !strncasecmp(name, "ds_config", 9) || lsp_icontains(name, "deepspeed");
 }
 
+static bool lsp_name_is_json(const char *name) {
+  size_t n = strlen(name);
+  return n > 5 && !strcasecmp(name + n - 5, ".json");
+}
+
 static int lsp_cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void lsp_list_json_rec(const char *dir, int depth, char ***v, size_t *n) {
+/* ------------------------------------------------------------ string lists */
+
+/* A list of malloc'd strings, owned by whoever holds the list. */
+typedef struct lsp_strs {
+  char **v;
+  size_t n, cap;
+} lsp_strs_t;
+
+static long lsp_strs_find(const lsp_strs_t *l, const char *x) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->v[i], x)) return (long)i;
+  return -1;
+}
+
+/* Appends x (owned by the list from now on, freed on failure). */
+static bool lsp_strs_take(lsp_strs_t *l, char *x) {
+  if (!x) return false;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 8;
+    char **nv = realloc(l->v, nc * sizeof *nv);
+    if (!nv) {
+      free(x);
+      return false;
+    }
+    l->v = nv;
+    l->cap = nc;
+  }
+  l->v[l->n++] = x;
+  return true;
+}
+
+/* Appends a copy of x unless it is there already or the list holds max. */
+static void lsp_strs_add(lsp_strs_t *l, const char *x, size_t max) {
+  if (l->n < max && lsp_strs_find(l, x) < 0) lsp_strs_take(l, strdup(x));
+}
+
+static void lsp_strs_free(lsp_strs_t *l) {
+  for (size_t i = 0; i < l->n; i++)
+    free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+/* ------------------------------------------------------- the config index */
+
+/* One file of a snapshot. */
+typedef struct lsp_cfgent {
+  char *path;           /* as listed (folder/sub/x.json) or as named */
+  char *real;           /* real path of the descriptor opened, NULL: not a readable regular file */
+  ddx_lsp_text_t *text; /* its bytes, when the search may use them, else NULL */
+  struct stat st;       /* fstat of the descriptor */
+  bool in_ws;           /* real lies inside a workspace folder */
+  bool name_ds;         /* ds_config*.json, *deepspeed*.json */
+  bool is_ds;           /* parses as a DeepSpeed config (workspace files only) */
+  bool borrowed;        /* worker: text is the previous snapshot's; referenced on the loop */
+  uint32_t printed;     /* bit k: its values are those of the snapshot's printed[k] */
+} lsp_cfgent_t;
+
+/* An immutable view of the workspace's config files at one time. */
+typedef struct lsp_cfgsnap {
+  int refs;         /* loop thread only */
+  uint64_t gen;     /* the index generation it was built for */
+  uint64_t done_ns; /* when it was completed */
+  lsp_cfgent_t *ws; /* the workspace folders' JSON files, in search order */
+  size_t nws;
+  lsp_cfgent_t *extra; /* the candidate paths named by the open logs and the setting */
+  size_t nextra;
+  lsp_strs_t printed; /* the configs DeepSpeed printed in the open logs */
+  lsp_strs_t named;   /* basenames of the named candidates */
+  lsp_strs_t docs;    /* open documents' paths ... */
+  char **doc_real;    /* ... and their real paths (NULL unknown) */
+  char *setting;      /* ddx.dsConfig.path it was built with, or NULL */
+  size_t nread, nreused, ndropped;
+} lsp_cfgsnap_t;
+
+static void lsp_cfgents_free(lsp_cfgent_t *e, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(e[i].path);
+    free(e[i].real);
+    if (!e[i].borrowed) ddx_lsp_text_unref(e[i].text);
+  }
+  free(e);
+}
+
+static void lsp_snap_unref(lsp_cfgsnap_t *n) {
+  if (!n || --n->refs > 0) return;
+  lsp_cfgents_free(n->ws, n->nws);
+  lsp_cfgents_free(n->extra, n->nextra);
+  lsp_strs_free(&n->printed);
+  lsp_strs_free(&n->named);
+  for (size_t i = 0; i < n->docs.n; i++)
+    free(n->doc_real[i]);
+  free(n->doc_real);
+  lsp_strs_free(&n->docs);
+  free(n->setting);
+  free(n);
+}
+
+/* A refresh on the thread pool. The worker reads folders and prev, fills
+ * snap (whose inputs the loop set: extra[].path, printed, named, docs). */
+typedef struct lsp_cfgjob {
+  uv_work_t req;
+  ddx_lsp_server_t *s; /* loop thread only */
+  atomic_int cancel;   /* set by the loop thread */
+  lsp_strs_t folders;  /* the workspace folders (real paths), the worker's own copy */
+  lsp_cfgsnap_t *prev; /* the previous snapshot (a reference the loop took), or NULL */
+  lsp_cfgsnap_t *snap; /* being built; the loop's once the job is done */
+  uint64_t start_ns;
+} lsp_cfgjob_t;
+
+/* A code action request waiting for a refresh. */
+typedef struct lsp_pending {
+  struct lsp_pending *next;
+  json_t *id, *params; /* references */
+  int waits;           /* refreshes completed while it waited */
+} lsp_pending_t;
+
+/* The server's index (s->cfg_index): the newest snapshot, the refresh in
+ * flight and the requests waiting for it. */
+struct ddx_lsp_cfgindex {
+  lsp_cfgsnap_t *snap;
+  lsp_cfgjob_t *job;
+  uint64_t gen;
+  lsp_pending_t *pending; /* in arrival order */
+};
+typedef struct ddx_lsp_cfgindex lsp_ix_t;
+
+static lsp_ix_t *lsp_ix(ddx_lsp_server_t *s) {
+  if (!s->cfg_index) s->cfg_index = calloc(1, sizeof *s->cfg_index);
+  return s->cfg_index;
+}
+
+/* ------------------------------------------------------ worker: the files */
+
+/* The JSON files in dir and (depth 0) its direct subfolders, hidden
+ * folders and node_modules skipped, at most LSP_CFG_MAX_FILES. Symlinked
+ * subfolders are entered as before (depth 1 ends the walk, so no cycle);
+ * where their files really are is checked on the descriptor. */
+static void lsp_list_json_rec(const char *dir, int depth, lsp_strs_t *v, atomic_int *cancel) {
   DIR *dp = opendir(dir);
   if (!dp) return;
   struct dirent *e;
-  while ((e = readdir(dp)) && *n < LSP_CFG_MAX_FILES) {
+  while (!atomic_load(cancel) && (e = readdir(dp)) && v->n < LSP_CFG_MAX_FILES) {
     if (e->d_name[0] == '.' || !strcmp(e->d_name, "node_modules")) continue;
     size_t len = strlen(dir) + strlen(e->d_name) + 2;
     char *full = malloc(len);
     if (!full) break;
     snprintf(full, len, "%s/%s", dir, e->d_name);
     struct stat st;
-    if (stat(full, &st) == 0 && S_ISDIR(st.st_mode) && depth == 0) {
-      lsp_list_json_rec(full, 1, v, n);
+    if (stat(full, &st) != 0) {
       free(full);
-    } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && strlen(e->d_name) > 5 &&
-               !strcasecmp(e->d_name + strlen(e->d_name) - 5, ".json")) {
-      char **nv = realloc(*v, (*n + 1) * sizeof *nv);
-      if (!nv) {
-        free(full);
-        break;
-      }
-      *v = nv;
-      (*v)[(*n)++] = full;
+    } else if (S_ISDIR(st.st_mode) && depth == 0) {
+      lsp_list_json_rec(full, 1, v, cancel);
+      free(full);
+    } else if (S_ISREG(st.st_mode) && lsp_name_is_json(e->d_name)) {
+      if (!lsp_strs_take(v, full)) break;
     } else {
       free(full);
     }
@@ -177,45 +294,189 @@ static void lsp_list_json_rec(const char *dir, int depth, char ***v, size_t *n) 
   closedir(dp);
 }
 
-/* JSON files in dir and its direct subfolders (hidden folders and
- * node_modules skipped), sorted, at most LSP_CFG_MAX_FILES. */
-static void lsp_list_json(const char *dir, char ***v, size_t *n) {
-  lsp_list_json_rec(dir, 0, v, n);
-  if (*n) qsort(*v, *n, sizeof **v, lsp_cmp_str);
+static bool lsp_same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+         a->st_mode == b->st_mode && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+         a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* The JSON files of every workspace folder (lsp_list_json, folder by
- * folder), listed once per lookup and only when a step needs them. */
-typedef struct lsp_ws_json {
-  char **v;
-  size_t n;
-  bool listed;
-} lsp_ws_json_t;
+/* The entry of a previous list with this path (i: where it likely is). */
+static const lsp_cfgent_t *lsp_ent_find(const lsp_cfgent_t *v, size_t n, size_t i,
+                                        const char *path) {
+  if (i < n && !strcmp(v[i].path, path)) return &v[i];
+  for (size_t k = 0; k < n; k++)
+    if (!strcmp(v[k].path, path)) return &v[k];
+  return NULL;
+}
 
-static lsp_ws_json_t *lsp_ws_json(ddx_lsp_server_t *s, lsp_ws_json_t *w) {
-  for (size_t f = 0; !w->listed && f < s->nfolders; f++) {
-    char **v = NULL;
-    size_t n = 0;
-    lsp_list_json(s->folders[f], &v, &n);
-    char **nv = n ? realloc(w->v, (w->n + n) * sizeof *nv) : w->v;
-    for (size_t k = 0; k < n; k++) {
-      if (nv)
-        nv[w->n++] = v[k];
-      else
-        free(v[k]);
+/* Reads the open regular file fd (size: its fstat size) to its end, at
+ * most DDX_FILE_CAP_CONFIG bytes. NULL when it is larger or unreadable. */
+static char *lsp_read_fd(int fd, size_t size, size_t *len) {
+  size_t cap = size + 1, got = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    if (got == cap) {
+      char *nb = cap <= DDX_FILE_CAP_CONFIG ? realloc(buf, cap * 2 + 1) : NULL;
+      if (!nb) break;
+      buf = nb;
+      cap *= 2;
     }
-    if (nv) w->v = nv;
-    free(v);
+    ssize_t r = read(fd, buf + got, cap - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    if (r == 0) {
+      if (got > DDX_FILE_CAP_CONFIG) break;
+      buf[got] = 0;
+      *len = got;
+      return buf;
+    }
+    got += (size_t)r;
   }
-  w->listed = true;
-  return w;
+  free(buf);
+  return NULL;
 }
 
-static void lsp_ws_json_free(lsp_ws_json_t *w) {
-  for (size_t k = 0; k < w->n; k++)
-    free(w->v[k]);
-  free(w->v);
+static bool lsp_in_folders(const lsp_strs_t *folders, const char *real) {
+  for (size_t f = 0; real && f < folders->n; f++)
+    if (ddx_path_within(real, folders->v[f])) return true;
+  return false;
 }
+
+/* Opens, checks and (when it may be used and changed) reads one file of
+ * the snapshot. extra: a named candidate or the setting (its text is
+ * kept; no content flags). old: the previous snapshot's entry of the same
+ * path, or NULL. */
+static void lsp_cfg_load(lsp_cfgjob_t *j, lsp_cfgent_t *e, const lsp_cfgent_t *old, bool extra,
+                         size_t *kept) {
+  lsp_cfgsnap_t *n = j->snap;
+  const lsp_cfgsnap_t *p = j->prev;
+  /* A file that must lie inside the workspace (all but the setting's) and
+   * whose name resolves outside is not even opened; the real path of the
+   * descriptor is checked again below. */
+  if (!n->setting || strcmp(e->path, n->setting)) {
+    char *pre = realpath(e->path, NULL);
+    bool in = lsp_in_folders(&j->folders, pre);
+    free(pre);
+    if (!in) return;
+  }
+  /* No size cap here: a file too big to read still has a real path, and
+   * an open document of it wins over its bytes. */
+  ddx_file_opts_t o = {.what = "DeepSpeed config"};
+  ddx_error_t err = {0};
+  int fd = ddx_file_open(e->path, &o, &e->st, &err);
+  if (fd < 0) return; /* missing, a FIFO, a device, a folder: never a candidate */
+  e->real = ddx_file_realpath(fd, e->path);
+  e->in_ws = lsp_in_folders(&j->folders, e->real);
+  if (!e->real || (uint64_t)e->st.st_size > (uint64_t)DDX_FILE_CAP_CONFIG) {
+    close(fd);
+    return;
+  }
+  bool same = old && old->real && !strcmp(old->real, e->real) && lsp_same_file(&old->st, &e->st);
+  /* The previous flags, mapped onto this snapshot's printed configs. */
+  uint32_t bits = 0;
+  bool bits_known = same;
+  for (size_t k = 0; same && !extra && k < n->printed.n; k++) {
+    long at = lsp_strs_find(&p->printed, n->printed.v[k]);
+    if (at < 0)
+      bits_known = false;
+    else if (old->printed >> at & 1u)
+      bits |= 1u << k;
+  }
+  bool want = extra || e->name_ds || lsp_strs_find(&n->named, ddx_lsp_basename(e->path)) >= 0;
+  if (same && !old->text && !extra && bits_known && !want && !old->is_ds && !bits) {
+    /* Unchanged and nothing of it can be used: stat'ed, not read. */
+    n->nreused++;
+    close(fd);
+    return;
+  }
+  const char *data = NULL;
+  size_t len = 0;
+  char *buf = NULL;
+  if (same && old->text) {
+    data = old->text->data;
+    len = old->text->len;
+    n->nreused++;
+  } else if ((buf = lsp_read_fd(fd, (size_t)e->st.st_size, &len))) {
+    data = buf;
+    n->nread++;
+  }
+  close(fd);
+  if (!data) return;
+  if (!extra) {
+    e->is_ds = same ? old->is_ds : lsp_buf_is_ds(data, len);
+    if (same && bits_known) {
+      e->printed = bits;
+    } else {
+      for (size_t k = 0; k < n->printed.n; k++)
+        if (ddx_lsp_cfg_matches_print(data, len, n->printed.v[k])) e->printed |= 1u << k;
+    }
+  }
+  bool keep = want || e->is_ds || e->printed;
+  if (keep && *kept + len > LSP_CFG_KEEP_BYTES) {
+    keep = false;
+    n->ndropped++;
+  }
+  if (keep && !buf) {
+    e->text = old->text; /* referenced by the loop when the job is done */
+    e->borrowed = true;
+  } else if (keep) {
+    e->text = ddx_lsp_text_new(buf, len);
+  }
+  if (e->text) *kept += len;
+  free(buf);
+}
+
+static void lsp_cfg_work(uv_work_t *req) {
+  lsp_cfgjob_t *j = req->data;
+  lsp_cfgsnap_t *n = j->snap;
+  const lsp_cfgsnap_t *p = j->prev;
+  size_t kept = 0;
+  for (size_t i = 0; i < n->docs.n && !atomic_load(&j->cancel); i++)
+    n->doc_real[i] = realpath(n->docs.v[i], NULL);
+  for (size_t i = 0; i < n->nextra && !atomic_load(&j->cancel); i++)
+    lsp_cfg_load(j, &n->extra[i], p ? lsp_ent_find(p->extra, p->nextra, i, n->extra[i].path) : NULL,
+                 true, &kept);
+  lsp_strs_t all = {0};
+  for (size_t f = 0; f < j->folders.n && !atomic_load(&j->cancel); f++) {
+    lsp_strs_t v = {0};
+    lsp_list_json_rec(j->folders.v[f], 0, &v, &j->cancel);
+    if (v.n) qsort(v.v, v.n, sizeof *v.v, lsp_cmp_str);
+    for (size_t k = 0; k < v.n; k++)
+      lsp_strs_take(&all, v.v[k]);
+    free(v.v);
+  }
+  n->ws = all.n ? calloc(all.n, sizeof *n->ws) : NULL;
+  bool *want = all.n ? calloc(all.n, sizeof *want) : NULL;
+  for (size_t i = 0; i < all.n; i++) {
+    if (!n->ws || !want) {
+      free(all.v[i]);
+      continue;
+    }
+    lsp_cfgent_t *e = &n->ws[n->nws++];
+    e->path = all.v[i];
+    e->name_ds = lsp_name_is_ds(ddx_lsp_basename(e->path));
+    want[i] = e->name_ds || lsp_strs_find(&n->named, ddx_lsp_basename(e->path)) >= 0;
+  }
+  free(all.v);
+  if (!want) n->nws = 0;
+  /* First the files the search takes by name; the others only when the
+   * search can reach them: by content (no readable ds-named file inside
+   * the workspace) or by the values a log printed. The rest is never
+   * opened. */
+  bool by_content = true;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < n->nws && !atomic_load(&j->cancel); i++) {
+      lsp_cfgent_t *e = &n->ws[i];
+      if (want[i] == (pass == 0) && (pass == 0 || by_content || n->printed.n))
+        lsp_cfg_load(j, e, p ? lsp_ent_find(p->ws, p->nws, i, e->path) : NULL, false, &kept);
+      if (pass == 0 && e->name_ds && e->in_ws && e->text) by_content = false;
+    }
+  }
+  free(want);
+}
+
+/* ---------------------------------------------------- loop: what logs name */
 
 /* Paths the log names as its DeepSpeed config: launcher flags, HF
  * TrainingArguments printed as a repr (deepspeed=X) or as JSON / a dict
@@ -254,12 +515,227 @@ static size_t lsp_log_paths(const ddx_lsp_text_t *t, char out[][512], size_t max
   return n;
 }
 
-static bool lsp_find_config_in(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_ws_json_t *ws,
-                               lsp_cfgsrc_t *out) {
+/* The log's named paths, found once per text (in memory). */
+static bool lsp_log_named(ddx_lsp_doc_t *log) {
+  if (log->named_of != log->text) {
+    if (!log->named && !(log->named = malloc(8 * sizeof *log->named))) return false;
+    log->nnamed = lsp_log_paths(log->text, log->named, 8);
+    ddx_lsp_text_unref(log->named_of);
+    log->named_of = ddx_lsp_text_ref(log->text);
+  }
+  return true;
+}
+
+/* The candidate path of named path i for base b (0: absolute, 1: the log's
+ * folder, 2+: workspace folder b-2), empty when b does not apply. */
+static void lsp_named_cand(const ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, size_t i, size_t b,
+                           ddx_sb_t *cand) {
+  const char *named = log->named[i];
+  if (b == 0 && named[0] == '/') {
+    ddx_sb_puts(cand, named);
+  } else if (b == 1 && named[0] != '/' && log->path) {
+    const char *slash = strrchr(log->path, '/');
+    ddx_sb_printf(cand, "%.*s/%s", slash ? (int)(slash - log->path) : 1, slash ? log->path : ".",
+                  named);
+  } else if (b >= 2 && named[0] != '/') {
+    ddx_sb_printf(cand, "%s/%s", s->folders[b - 2], named);
+  }
+}
+
+/* Adds the log's candidate paths to extra and its named basenames to
+ * names. */
+static void lsp_log_cands(const ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_strs_t *extra,
+                          lsp_strs_t *names) {
+  if (!lsp_log_named(log)) return;
+  for (size_t i = 0; i < log->nnamed; i++) {
+    for (size_t b = 0; b < s->nfolders + 2; b++) {
+      ddx_sb_t cand;
+      ddx_sb_init(&cand);
+      lsp_named_cand(s, log, i, b, &cand);
+      if (cand.len) lsp_strs_add(extra, cand.s, LSP_CFG_MAX_EXTRA);
+      ddx_sb_free(&cand);
+    }
+    if (names) lsp_strs_add(names, ddx_lsp_basename(log->named[i]), LSP_CFG_MAX_EXTRA);
+  }
+}
+
+static const lsp_cfgent_t *lsp_snap_extra(const lsp_cfgsnap_t *n, const char *path) {
+  for (size_t i = 0; n && i < n->nextra; i++)
+    if (!strcmp(n->extra[i].path, path)) return &n->extra[i];
+  return NULL;
+}
+
+static bool lsp_str_eq(const char *a, const char *b) {
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+/* True when the snapshot can answer for this log: built for the current
+ * generation and setting, holding the log's named paths and printed
+ * config, and (age) completed less than LSP_CFG_FRESH_NS ago. */
+static bool lsp_cfg_fresh(ddx_lsp_server_t *s, const lsp_ix_t *ix, ddx_lsp_doc_t *log, bool age) {
+  const lsp_cfgsnap_t *n = ix->snap;
+  if (!n || n->gen != ix->gen || !lsp_str_eq(n->setting, s->dsconfig_path)) return false;
+  if (age && ddx_lsp_now_ns() - n->done_ns > LSP_CFG_FRESH_NS) return false;
+  const char *printed = log->result ? log->result->facts.ds_json : NULL;
+  if (printed && lsp_strs_find(&n->printed, printed) < 0 && n->printed.n < LSP_CFG_MAX_PRINTED)
+    return false;
+  lsp_strs_t c = {0};
+  lsp_log_cands(s, log, &c, NULL);
+  bool ok = true;
+  for (size_t i = 0; i < c.n && ok; i++)
+    ok = lsp_snap_extra(n, c.v[i]) || n->nextra >= LSP_CFG_MAX_EXTRA;
+  lsp_strs_free(&c);
+  return ok;
+}
+
+/* ----------------------------------------------------- loop: the refresh */
+
+static void lsp_cfgjob_free(lsp_cfgjob_t *j) {
+  lsp_strs_free(&j->folders);
+  free(j);
+}
+
+static void lsp_cfg_answer_pending(ddx_lsp_server_t *s, lsp_ix_t *ix);
+
+static void lsp_cfg_done(uv_work_t *req, int status) {
+  lsp_cfgjob_t *j = req->data;
+  ddx_lsp_server_t *s = j->s;
+  lsp_ix_t *ix = s->cfg_index;
+  lsp_cfgsnap_t *n = j->snap;
+  /* The texts kept from the previous snapshot take their references here,
+   * on the loop thread, before that one may go. */
+  for (size_t i = 0; i < n->nws + n->nextra; i++) {
+    lsp_cfgent_t *e = i < n->nws ? &n->ws[i] : &n->extra[i - n->nws];
+    if (e->borrowed) {
+      ddx_lsp_text_ref(e->text);
+      e->borrowed = false;
+    }
+  }
+  n->refs = 1;
+  n->done_ns = ddx_lsp_now_ns();
+  lsp_snap_unref(j->prev);
+  bool cancelled = status == UV_ECANCELED || atomic_load(&j->cancel);
+  double ms = (double)(n->done_ns - j->start_ns) / 1e6;
+  ix->job = NULL;
+  lsp_cfgjob_free(j);
+  if (cancelled || s->exiting || s->shutdown) {
+    lsp_snap_unref(n);
+    return;
+  }
+  lsp_snap_unref(ix->snap);
+  ix->snap = n;
+  if (s->trace != DDX_LSP_TRACE_OFF)
+    ddx_lsp_log(s, DDX_LSP_LOG_DEBUG,
+                "config index: %zu workspace JSON files, %zu named paths; %zu read, %zu unchanged, "
+                "%zu over the memory limit, in %.1f ms",
+                n->nws, n->nextra, n->nread, n->nreused, n->ndropped, ms);
+  lsp_cfg_answer_pending(s, ix);
+}
+
+/* Starts a refresh unless one is in flight: its inputs are copies of what
+ * the loop knows now (first's named paths first, then the other open
+ * logs' already found, the setting; their printed configs; the open
+ * documents' paths). Returns 0, or -1 when none could be started. */
+static int lsp_cfg_refresh(ddx_lsp_server_t *s, lsp_ix_t *ix, ddx_lsp_doc_t *first) {
+  if (ix->job) return 0;
+  lsp_cfgsnap_t *n = calloc(1, sizeof *n);
+  lsp_cfgjob_t *j = n ? calloc(1, sizeof *j) : NULL;
+  if (!j) {
+    free(n);
+    return -1;
+  }
+  n->refs = 1;
+  n->gen = ix->gen;
+  lsp_strs_t extra = {0};
+  if (first) lsp_log_cands(s, first, &extra, &n->named);
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
+    if (d != first && d->kind == DDX_LSP_DOC_LOG && d->named_of == d->text)
+      lsp_log_cands(s, d, &extra, &n->named);
+  if (s->dsconfig_path) {
+    lsp_strs_add(&extra, s->dsconfig_path, LSP_CFG_MAX_EXTRA + 1);
+    n->setting = strdup(s->dsconfig_path);
+  }
+  const char *fp = first && first->result ? first->result->facts.ds_json : NULL;
+  if (fp) lsp_strs_add(&n->printed, fp, LSP_CFG_MAX_PRINTED);
+  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next) {
+    if (d->kind == DDX_LSP_DOC_LOG && d->result && d->result->facts.ds_json)
+      lsp_strs_add(&n->printed, d->result->facts.ds_json, LSP_CFG_MAX_PRINTED);
+    if (d->path) lsp_strs_add(&n->docs, d->path, LSP_CFG_MAX_DOCS);
+  }
+  n->doc_real = calloc(n->docs.n + 1, sizeof *n->doc_real);
+  n->extra = calloc(extra.n + 1, sizeof *n->extra);
+  for (size_t i = 0; n->extra && i < extra.n; i++)
+    n->extra[n->nextra++].path = extra.v[i];
+  if (!n->extra) lsp_strs_free(&extra);
+  free(extra.v);
+  for (size_t f = 0; f < s->nfolders; f++)
+    lsp_strs_take(&j->folders, strdup(s->folders[f]));
+  j->s = s;
+  j->req.data = j;
+  j->snap = n;
+  j->start_ns = ddx_lsp_now_ns();
+  atomic_init(&j->cancel, 0);
+  j->prev = ix->snap;
+  if (j->prev) j->prev->refs++;
+  if ((s->dsconfig_path && !n->setting) || !n->doc_real || !n->extra ||
+      j->folders.n != s->nfolders || uv_queue_work(&s->loop, &j->req, lsp_cfg_work, lsp_cfg_done)) {
+    lsp_snap_unref(j->prev);
+    lsp_snap_unref(n);
+    lsp_cfgjob_free(j);
+    return -1;
+  }
+  ix->job = j;
+  return 0;
+}
+
+/* ------------------------------------------------- loop: finding a config */
+
+/* The real path of an open document, as the snapshot took it; a document
+ * opened since (not a JSON one: that makes the snapshot stale) by its
+ * name, compared without a system call. */
+static const char *lsp_doc_real(const lsp_cfgsnap_t *n, const ddx_lsp_doc_t *d) {
+  long at = d->path ? lsp_strs_find(&n->docs, d->path) : -1;
+  return at >= 0 ? n->doc_real[at] : d->path;
+}
+
+/* The candidate e (a file the snapshot opened): the open document of the
+ * same real path wins over its bytes on disk. */
+static bool lsp_cfg_from_ent(ddx_lsp_server_t *s, const lsp_cfgsnap_t *n, const lsp_cfgent_t *e,
+                             const char *how, lsp_cfgsrc_t *out, bool need_ds) {
+  if (!e || !e->real) return false;
+  char *uri = ddx_lsp_path_to_uri(e->real);
+  for (ddx_lsp_doc_t *d = s->docs; d && uri; d = d->next) {
+    const char *dreal = d->path ? lsp_doc_real(n, d) : NULL;
+    if (dreal && !strcmp(dreal, e->real)) {
+      out->uri = strdup(d->uri);
+      out->path = strdup(e->real);
+      out->text = ddx_lsp_text_ref(d->text);
+      out->version = d->version;
+      out->open = true;
+      out->how = how;
+      free(uri);
+      return true;
+    }
+  }
+  if (!uri || !e->text || (need_ds && !e->is_ds)) {
+    free(uri);
+    return false;
+  }
+  out->uri = uri;
+  out->path = strdup(e->real);
+  out->text = ddx_lsp_text_ref(e->text);
+  out->how = how;
+  return true;
+}
+
+/* The search (order in the header comment) over the open documents and
+ * the snapshot n (NULL: none could be made; only open documents). */
+static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, const lsp_cfgsnap_t *n,
+                            lsp_cfgsrc_t *out) {
   /* 1. open documents */
   for (ddx_lsp_doc_t *d = s->docs; d; d = d->next) {
     if (d->kind != DDX_LSP_DOC_JSON) continue;
-    if (lsp_name_is_ds(ddx_lsp_basename(d->uri)) || lsp_text_is_ds(d->text)) {
+    if (lsp_name_is_ds(ddx_lsp_basename(d->uri)) || lsp_buf_is_ds(d->text->data, d->text->len)) {
       out->uri = strdup(d->uri);
       out->path = d->path ? strdup(d->path) : NULL;
       out->text = ddx_lsp_text_ref(d->text);
@@ -269,76 +745,47 @@ static bool lsp_find_config_in(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_ws_j
       return true;
     }
   }
+  if (!n) return false;
   /* 2. a path named in the log, relative to the log's folder or a
    * workspace folder; only inside the workspace. */
-  if (log->named_of != log->text) { /* once per text, not per request */
-    if (!log->named && !(log->named = malloc(8 * sizeof *log->named))) return false;
-    log->nnamed = lsp_log_paths(log->text, log->named, 8);
-    ddx_lsp_text_unref(log->named_of);
-    log->named_of = ddx_lsp_text_ref(log->text);
-  }
-  char(*named)[512] = log->named;
-  size_t nn = log->nnamed;
-  for (size_t i = 0; i < nn; i++) {
-    size_t nbases = s->nfolders + 2;
-    for (size_t b = 0; b < nbases; b++) {
+  if (!lsp_log_named(log)) return false;
+  for (size_t i = 0; i < log->nnamed; i++) {
+    for (size_t b = 0; b < s->nfolders + 2; b++) {
       ddx_sb_t cand;
       ddx_sb_init(&cand);
-      if (b == 0 && named[i][0] == '/') {
-        ddx_sb_puts(&cand, named[i]);
-      } else if (b == 1 && named[i][0] != '/' && log->path) {
-        const char *slash = strrchr(log->path, '/');
-        ddx_sb_printf(&cand, "%.*s/%s", slash ? (int)(slash - log->path) : 1,
-                      slash ? log->path : ".", named[i]);
-      } else if (b >= 2 && named[i][0] != '/') {
-        ddx_sb_printf(&cand, "%s/%s", s->folders[b - 2], named[i]);
-      }
-      bool found = cand.len && ddx_lsp_path_in_workspace(s, cand.s) &&
-                   lsp_cfg_from_file(s, cand.s, "named in the log", out, false);
+      lsp_named_cand(s, log, i, b, &cand);
+      const lsp_cfgent_t *e = cand.len ? lsp_snap_extra(n, cand.s) : NULL;
       ddx_sb_free(&cand);
-      if (found) return true;
+      if (e && e->in_ws && lsp_cfg_from_ent(s, n, e, "named in the log", out, false)) return true;
     }
     /* The launcher ran elsewhere (/workspace/ds_config.json on a pod): the
      * same file name in the workspace is the next best guess. */
-    const char *base = ddx_lsp_basename(named[i]);
-    const lsp_ws_json_t *w = lsp_ws_json(s, ws);
-    for (size_t k = 0; k < w->n; k++)
-      if (!strcmp(ddx_lsp_basename(w->v[k]), base) &&
-          lsp_cfg_from_file(s, w->v[k], "named in the log", out, false))
+    const char *base = ddx_lsp_basename(log->named[i]);
+    for (size_t k = 0; k < n->nws; k++)
+      if (n->ws[k].in_ws && !strcmp(ddx_lsp_basename(n->ws[k].path), base) &&
+          lsp_cfg_from_ent(s, n, &n->ws[k], "named in the log", out, false))
         return true;
   }
   /* 3. the workspace file whose values DeepSpeed printed in the log */
   const char *printed = log->result ? log->result->facts.ds_json : NULL;
-  if (printed) {
-    const lsp_ws_json_t *w = lsp_ws_json(s, ws);
-    for (size_t k = 0; k < w->n; k++) {
-      ddx_lsp_text_t *t = lsp_read_small(w->v[k]);
-      bool match = t && ddx_lsp_cfg_matches_print(t->data, t->len, printed);
-      ddx_lsp_text_unref(t);
-      if (match && lsp_cfg_from_file(s, w->v[k], "printed by DeepSpeed in the log", out, false))
-        return true;
-    }
-  }
+  long p = printed ? lsp_strs_find(&n->printed, printed) : -1;
+  for (size_t k = 0; p >= 0 && k < n->nws; k++)
+    if (n->ws[k].in_ws && (n->ws[k].printed >> p & 1u) &&
+        lsp_cfg_from_ent(s, n, &n->ws[k], "printed by DeepSpeed in the log", out, false))
+      return true;
   /* 4. workspace files: by name, then by content */
-  const lsp_ws_json_t *w = lsp_ws_json(s, ws);
   for (int pass = 0; pass < 2; pass++)
-    for (size_t k = 0; k < w->n; k++) {
-      bool by_name = lsp_name_is_ds(ddx_lsp_basename(w->v[k]));
-      if ((pass == 0 ? by_name : !by_name) &&
-          lsp_cfg_from_file(s, w->v[k], "found in the workspace", out, pass == 1))
+    for (size_t k = 0; k < n->nws; k++) {
+      const lsp_cfgent_t *e = &n->ws[k];
+      if (e->in_ws && (pass == 0 ? e->name_ds : !e->name_ds) &&
+          lsp_cfg_from_ent(s, n, e, "found in the workspace", out, pass == 1))
         return true;
     }
-  /* 5. the setting */
-  if (s->dsconfig_path && lsp_cfg_from_file(s, s->dsconfig_path, "ddx.dsConfig.path", out, false))
+  /* 5. the setting: the one file read wherever it is */
+  if (s->dsconfig_path &&
+      lsp_cfg_from_ent(s, n, lsp_snap_extra(n, s->dsconfig_path), "ddx.dsConfig.path", out, false))
     return true;
   return false;
-}
-
-static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_cfgsrc_t *out) {
-  lsp_ws_json_t ws = {0};
-  bool found = lsp_find_config_in(s, log, &ws, out);
-  lsp_ws_json_free(&ws);
-  return found;
 }
 
 /* ------------------------------------------------------------ code actions */
@@ -510,7 +957,140 @@ static void lsp_config_actions(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t a, 
   ddx_dscheck_result_free(&r);
 }
 
+/* The code action itself; may_defer: a request whose snapshot is stale
+ * waits for a refresh (NULL returned, call->deferred set). */
+static json_t *lsp_code_action_run(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call,
+                                   bool may_defer);
+
 json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  return lsp_code_action_run(s, params, call, true);
+}
+
+/* Defers the request to the next refresh (started here if none is in
+ * flight). False when no refresh can be started: answer now. */
+static bool lsp_cfg_defer(ddx_lsp_server_t *s, lsp_ix_t *ix, ddx_lsp_doc_t *log, json_t *params,
+                          ddx_lsp_call_t *call) {
+  if (!call->id || lsp_cfg_refresh(s, ix, log)) return false;
+  lsp_pending_t *p = calloc(1, sizeof *p);
+  if (!p) return false;
+  p->id = json_incref(call->id);
+  p->params = json_incref(params);
+  lsp_pending_t **pp = &ix->pending;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = p;
+  call->deferred = true;
+  return true;
+}
+
+static void lsp_pending_free(lsp_pending_t *p) {
+  json_decref(p->id);
+  json_decref(p->params);
+  free(p);
+}
+
+static void lsp_pending_answer(ddx_lsp_server_t *s, lsp_pending_t *p) {
+  ddx_lsp_call_t call = {.id = p->id};
+  json_t *r = lsp_code_action_run(s, p->params, &call, false);
+  if (r)
+    ddx_lsp_reply(s, p->id, r);
+  else
+    ddx_lsp_reply_error(s, p->id, call.code ? call.code : DDX_LSP_INTERNAL_ERROR,
+                        call.msg[0] ? call.msg : "internal error");
+  lsp_pending_free(p);
+}
+
+/* The log a pending request is for, while it still needs the index. */
+static ddx_lsp_doc_t *lsp_pending_log(ddx_lsp_server_t *s, const lsp_pending_t *p) {
+  const char *uri =
+      json_string_value(json_object_get(json_object_get(p->params, "textDocument"), "uri"));
+  ddx_lsp_doc_t *d = uri ? ddx_lsp_doc_find(s, uri) : NULL;
+  return d && d->kind == DDX_LSP_DOC_LOG && d->result ? d : NULL;
+}
+
+/* A refresh completed: the requests it can answer are answered (in
+ * arrival order); the others (invalidated meanwhile, a log that names a
+ * path it lacks) wait for the next one, at most LSP_CFG_MAX_WAITS. */
+static void lsp_cfg_answer_pending(ddx_lsp_server_t *s, lsp_ix_t *ix) {
+  lsp_pending_t *list = ix->pending, **tail = &ix->pending;
+  ix->pending = NULL;
+  while (list) {
+    lsp_pending_t *p = list;
+    list = p->next;
+    p->next = NULL;
+    p->waits++;
+    ddx_lsp_doc_t *d = lsp_pending_log(s, p);
+    if (!d || p->waits >= LSP_CFG_MAX_WAITS || lsp_cfg_fresh(s, ix, d, false)) {
+      lsp_pending_answer(s, p);
+    } else {
+      *tail = p;
+      tail = &p->next;
+    }
+  }
+  if (ix->pending && lsp_cfg_refresh(s, ix, lsp_pending_log(s, ix->pending))) {
+    while (ix->pending) { /* no refresh can start: answered from what there is */
+      lsp_pending_t *p = ix->pending;
+      ix->pending = p->next;
+      lsp_pending_answer(s, p);
+    }
+  }
+}
+
+void ddx_lsp_actions_invalidate(ddx_lsp_server_t *s) {
+  if (s->cfg_index) s->cfg_index->gen++;
+}
+
+void ddx_lsp_actions_doc_event(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d) {
+  if (d->kind == DDX_LSP_DOC_JSON || lsp_name_is_json(ddx_lsp_basename(d->uri)) ||
+      (d->path && lsp_name_is_json(ddx_lsp_basename(d->path))))
+    ddx_lsp_actions_invalidate(s);
+}
+
+bool ddx_lsp_actions_cancel(ddx_lsp_server_t *s, json_t *id) {
+  lsp_ix_t *ix = s->cfg_index;
+  for (lsp_pending_t **pp = ix ? &ix->pending : NULL; pp && *pp; pp = &(*pp)->next) {
+    lsp_pending_t *p = *pp;
+    if (json_equal(p->id, id)) {
+      *pp = p->next;
+      ddx_lsp_reply_error(s, p->id, DDX_LSP_REQUEST_CANCELLED, "request cancelled");
+      lsp_pending_free(p);
+      return true;
+    }
+  }
+  return false;
+}
+
+void ddx_lsp_actions_cancel_all(ddx_lsp_server_t *s, const char *why) {
+  lsp_ix_t *ix = s->cfg_index;
+  if (!ix) return;
+  while (ix->pending) {
+    lsp_pending_t *p = ix->pending;
+    ix->pending = p->next;
+    ddx_lsp_reply_error(s, p->id, DDX_LSP_REQUEST_CANCELLED, why);
+    lsp_pending_free(p);
+  }
+  if (ix->job) {
+    atomic_store(&ix->job->cancel, 1);
+    uv_cancel((uv_req_t *)&ix->job->req); /* only succeeds before it started */
+  }
+}
+
+void ddx_lsp_actions_free(ddx_lsp_server_t *s) {
+  lsp_ix_t *ix = s->cfg_index;
+  if (!ix) return;
+  while (ix->pending) {
+    lsp_pending_t *p = ix->pending;
+    ix->pending = p->next;
+    lsp_pending_free(p);
+  }
+  lsp_snap_unref(ix->snap);
+  /* The loop ran until every job was done: none is in flight. */
+  free(ix);
+  s->cfg_index = NULL;
+}
+
+static json_t *lsp_code_action_run(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call,
+                                   bool may_defer) {
   const char *uri =
       json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
   json_t *range = json_object_get(params, "range");
@@ -571,8 +1151,14 @@ json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t 
   for (size_t k = 0; k < nr; k++)
     any_patches |= rules[k]->config_patches_json != NULL;
   if (!any_patches) return out;
+  /* The config comes from the index; a stale one is refreshed first. */
+  lsp_ix_t *ix = lsp_ix(s);
+  if (may_defer && ix && !lsp_cfg_fresh(s, ix, d, true) && lsp_cfg_defer(s, ix, d, params, call)) {
+    json_decref(out);
+    return NULL;
+  }
   lsp_cfgsrc_t cfg = {0};
-  bool have = lsp_find_config(s, d, &cfg);
+  bool have = lsp_find_config(s, d, ix ? ix->snap : NULL, &cfg);
   bool preferred = false;
   for (size_t k = 0; k < nr; k++)
     lsp_rule_actions(s, rules[k], diags[k], &cfg, have, &preferred, out);

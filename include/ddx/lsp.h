@@ -254,6 +254,8 @@ struct ddx_lsp_server {
   ddx_lsp_catalog_t *cat;
   ddx_lsp_doc_t *docs;
   ddx_lsp_job_t *jobs;
+  /* the workspace config index of code actions (lsp_actions.c), or NULL */
+  struct ddx_lsp_cfgindex *cfg_index;
   int pending_cancel_n; /* ids cancelled in the batch being dispatched */
   json_t *pending_cancel;
 };
@@ -317,6 +319,18 @@ json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call)
 /* lsp_actions.c */
 json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
 bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path);
+/* The workspace config index behind log quick fixes (built on the thread
+ * pool; see lsp_actions.c). Invalidate: the files may have changed
+ * (didChangeWatchedFiles, folders, settings). doc_event: a document was
+ * opened, closed or saved (a JSON one invalidates). cancel: answers a
+ * deferred code action request ($/cancelRequest); false when none has id.
+ * cancel_all: answers every deferred one (shutdown, exit) and stops the
+ * refresh. free: at the end, after the loop ran out. */
+void ddx_lsp_actions_invalidate(ddx_lsp_server_t *s);
+void ddx_lsp_actions_doc_event(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d);
+bool ddx_lsp_actions_cancel(ddx_lsp_server_t *s, json_t *id);
+void ddx_lsp_actions_cancel_all(ddx_lsp_server_t *s, const char *why);
+void ddx_lsp_actions_free(ddx_lsp_server_t *s);
 
 /* lsp_config.c: the only file that calls the ds_config parser and patch
  * planner (ddx/dsconfig.h) and the config checker (ddx/dscheck.h). */
