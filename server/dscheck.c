@@ -23,6 +23,8 @@
  * division before _batch_assertion; fp16 and bf16 both enabled asserts. */
 #include "ddx/dscheck.h"
 
+#include "ddx/dsconfig.h"
+
 #include "ddx/file.h"
 
 #include <errno.h>
@@ -226,11 +228,86 @@ static int dk_value(dk_reader_t *r, dk_node_t *n, int depth) {
   return dk_fail(r, r->pos, "unexpected character '%c'", c);
 }
 
+/* A member by key, walking the list: for the fixed set of keys the checks
+ * read. Lookups made once per member of an object go through its
+ * dk_index_t instead, so that a document's cost stays n log n. */
 static const dk_node_t *dk_member(const dk_node_t *obj, const char *key) {
   if (!obj || obj->kind != DK_OBJ) return NULL;
   size_t k = strlen(key);
   for (const dk_node_t *c = obj->first; c; c = c->next)
     if (c->klen == k && !memcmp(c->key, key, k)) return c;
+  return NULL;
+}
+
+/* The members of one object sorted by key, then by position: duplicates
+ * are neighbours (the first occurrence first) and a key is found by binary
+ * search. A vocab.json is one object with 50,000 keys. */
+typedef struct dk_ref {
+  const dk_node_t *m;
+  size_t pos; /* in document order */
+} dk_ref_t;
+
+typedef struct dk_index {
+  dk_ref_t *sorted;
+  bool *dup; /* by position: a second or later occurrence of its key */
+  size_t n;
+} dk_index_t;
+
+static int dk_key_cmp(const char *a, size_t na, const char *b, size_t nb) {
+  int c = memcmp(a, b, na < nb ? na : nb);
+  if (c) return c;
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+static int dk_ref_cmp(const void *x, const void *y) {
+  const dk_ref_t *a = x, *b = y;
+  int c = dk_key_cmp(a->m->key, a->m->klen, b->m->key, b->m->klen);
+  if (c) return c;
+  return a->pos < b->pos ? -1 : a->pos > b->pos ? 1 : 0;
+}
+
+static void dk_index_free(dk_index_t *ix) {
+  free(ix->sorted);
+  free(ix->dup);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* False when out of memory. */
+static bool dk_index_build(dk_index_t *ix, const dk_node_t *obj) {
+  memset(ix, 0, sizeof *ix);
+  for (const dk_node_t *m = obj->first; m; m = m->next)
+    ix->n++;
+  if (!ix->n) return true;
+  ix->sorted = malloc(ix->n * sizeof *ix->sorted);
+  ix->dup = calloc(ix->n, sizeof *ix->dup);
+  if (!ix->sorted || !ix->dup) {
+    dk_index_free(ix);
+    return false;
+  }
+  size_t i = 0;
+  for (const dk_node_t *m = obj->first; m; m = m->next, i++)
+    ix->sorted[i] = (dk_ref_t){m, i};
+  qsort(ix->sorted, ix->n, sizeof *ix->sorted, dk_ref_cmp);
+  for (i = 1; i < ix->n; i++) {
+    const dk_node_t *a = ix->sorted[i - 1].m, *b = ix->sorted[i].m;
+    if (!dk_key_cmp(a->key, a->klen, b->key, b->klen)) ix->dup[ix->sorted[i].pos] = true;
+  }
+  return true;
+}
+
+/* The first occurrence of key in the indexed object, or NULL. */
+static const dk_node_t *dk_index_find(const dk_index_t *ix, const char *key, size_t klen) {
+  size_t lo = 0, hi = ix->n; /* the first entry not below key */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const dk_node_t *m = ix->sorted[mid].m;
+    if (dk_key_cmp(m->key, m->klen, key, klen) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < ix->n && !dk_key_cmp(ix->sorted[lo].m->key, ix->sorted[lo].m->klen, key, klen))
+    return ix->sorted[lo].m;
   return NULL;
 }
 
@@ -382,45 +459,69 @@ static void ds_add(ds_ctx_t *c, size_t start, size_t end, int sev, const char *c
   r->n++;
 }
 
-/* Optimal string alignment distance, case-insensitive, capped. */
+#define DS_NEAR 4 /* the largest distance a suggestion may have */
+
+static char ds_lower(char c) {
+  return (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+}
+
+/* Optimal string alignment distance, case-insensitive, when it is at most
+ * DS_NEAR, else 99. Only the band |i - j| <= DS_NEAR is computed (a cheaper
+ * alignment never leaves it), so one unknown key costs about 9 cells per
+ * character for each known key of its block. */
 static size_t ds_distance(const char *a, size_t na, const char *b, size_t nb) {
-  if (na > 64 || nb > 64) return 99;
+  enum { FAR = 99 };
+  if (na > 64 || nb > 64 || (na > nb ? na - nb : nb - na) > DS_NEAR) return FAR;
   size_t d[66][66];
   for (size_t i = 0; i <= na; i++)
     d[i][0] = i;
   for (size_t j = 0; j <= nb; j++)
     d[0][j] = j;
   for (size_t i = 1; i <= na; i++) {
-    for (size_t j = 1; j <= nb; j++) {
-      char x = (char)((a[i - 1] >= 'A' && a[i - 1] <= 'Z') ? a[i - 1] + 32 : a[i - 1]);
-      char y = (char)((b[j - 1] >= 'A' && b[j - 1] <= 'Z') ? b[j - 1] + 32 : b[j - 1]);
-      size_t cost = x == y ? 0 : 1;
+    size_t lo = i > DS_NEAR ? i - DS_NEAR : 1, hi = i + DS_NEAR < nb ? i + DS_NEAR : nb;
+    if (lo > 1) d[i][lo - 1] = FAR;                     /* left of the band */
+    if (i > 1 && hi == i + DS_NEAR) d[i - 1][hi] = FAR; /* right of the previous row's */
+    char x = ds_lower(a[i - 1]), xp = i > 1 ? ds_lower(a[i - 2]) : 0;
+    for (size_t j = lo; j <= hi; j++) {
+      char y = ds_lower(b[j - 1]);
       size_t v = d[i - 1][j] + 1;
       if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-      if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
-      if (i > 1 && j > 1) {
-        char xp = (char)((a[i - 2] >= 'A' && a[i - 2] <= 'Z') ? a[i - 2] + 32 : a[i - 2]);
-        char yp = (char)((b[j - 2] >= 'A' && b[j - 2] <= 'Z') ? b[j - 2] + 32 : b[j - 2]);
-        if (x == yp && xp == y && d[i - 2][j - 2] + 1 < v) v = d[i - 2][j - 2] + 1;
-      }
+      if (d[i - 1][j - 1] + (x != y) < v) v = d[i - 1][j - 1] + (x != y);
+      if (i > 1 && j > 1 && x == ds_lower(b[j - 2]) && xp == y && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
       d[i][j] = v;
     }
   }
-  return d[na][nb];
+  return d[na][nb] <= DS_NEAR ? d[na][nb] : FAR;
 }
 
-/* The known key of sch nearest to key, or NULL when none is close. */
+/* The known key of sch nearest to key, or NULL when none is close. A known
+ * key sharing too few characters with it is passed over before the
+ * distance is computed: each edit changes at most one character of the
+ * multiset (a transposition none), so a distance d leaves at least
+ * max(na, nb) - d in common. */
 static const char *ds_suggest(json_t *sch, const char *key, size_t klen) {
   const char *best = NULL;
   size_t bestd = 99;
   const char *k;
   json_t *v;
+  if (klen > 64) return NULL;
+  unsigned char have[256] = {0};
+  for (size_t i = 0; i < klen; i++)
+    have[(unsigned char)ds_lower(key[i])]++;
   json_object_foreach(json_object_get(sch, "properties"), k, v) {
-    if (json_object_get(v, "x-ddx-deprecated")) continue;
-    size_t n = strlen(k);
+    size_t n = strlen(k), longer = n > klen ? n : klen;
+    if (n > 64 || longer - (n < klen ? n : klen) > DS_NEAR) continue;
+    unsigned char left[256];
+    memcpy(left, have, sizeof left);
+    size_t common = 0;
+    for (size_t i = 0; i < n; i++) {
+      unsigned char ch = (unsigned char)ds_lower(k[i]);
+      if (left[ch]) left[ch]--, common++;
+    }
+    if (longer - common > DS_NEAR || json_object_get(v, "x-ddx-deprecated")) continue;
     size_t dist = ds_distance(key, klen, k, n);
-    size_t longer = n > klen ? n : klen;
-    if (dist < bestd && dist <= 4 && dist * 3 <= longer) {
+    if (dist < bestd && dist <= DS_NEAR && dist * 3 <= longer) {
       best = k;
       bestd = dist;
     }
@@ -646,14 +747,15 @@ static void ds_default_text(json_t *sch, char *out, size_t cap) {
 
 static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, const char *path);
 
-static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, json_t *ps, const char *path,
-                           bool in_strict) {
+/* m is a member of the object ix indexes. */
+static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, const dk_index_t *ix, json_t *ps,
+                           const char *path, bool in_strict) {
   const ddx_dscheck_t *s = c->s;
   const char *dep = json_string_value(json_object_get(ps, "x-ddx-deprecated"));
   if (dep) {
     const char *to = json_string_value(json_object_get(ps, "x-ddx-replaced-by"));
     char *patch = NULL;
-    if (to && m->parent && !dk_member(m->parent, to)) patch = ds_rename_patch(path, m->key, to);
+    if (to && !dk_index_find(ix, to, strlen(to))) patch = ds_rename_patch(path, m->key, to);
     ds_add(c, m->kstart, m->kend, DDX_DSCHECK_WARNING, "ds-config.deprecated", path, patch,
            "`%s`: %s%s", path, dep, patch ? " (quick fix: rename it)" : "");
   }
@@ -729,13 +831,16 @@ static const char *ds_home_block(const ddx_dscheck_t *s, const char *key) {
 static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, const char *path) {
   const ddx_dscheck_t *s = c->s;
   bool strict = ds_strict(sch), ignored = ds_flag(sch, "x-ddx-ignored");
-  for (const dk_node_t *m = obj->first; m && !c->oom; m = m->next) {
+  dk_index_t ix;
+  if (!dk_index_build(&ix, obj)) {
+    c->oom = true;
+    return;
+  }
+  size_t pos = 0;
+  for (const dk_node_t *m = obj->first; m && !c->oom; m = m->next, pos++) {
     char mp[DK_MAX_PATH];
     ds_join(mp, sizeof mp, path, m->key, m->klen);
-    bool dup = false;
-    for (const dk_node_t *p = obj->first; p != m && !dup; p = p->next)
-      dup = p->klen == m->klen && !memcmp(p->key, m->key, m->klen);
-    if (dup) {
+    if (ix.dup[pos]) {
       ds_add(c, m->kstart, m->kend, DDX_DSCHECK_ERROR, "ds-config.duplicate-key", mp, NULL,
              "duplicate key `%s`: DeepSpeed refuses a config with duplicate keys", mp);
       continue;
@@ -744,12 +849,12 @@ static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, cons
     snprintf(key, sizeof key, "%.*s", (int)(m->klen < 255 ? m->klen : 255), m->key);
     json_t *ps = ds_prop(s, sch, key);
     if (ps) {
-      ds_check_value(c, m, ps, mp, strict);
+      ds_check_value(c, m, &ix, ps, mp, strict);
       continue;
     }
     if (!strict && !ignored) continue;
     const char *sug = ds_suggest(sch, m->key, m->klen);
-    if (sug && dk_member(obj, sug)) sug = NULL; /* the right key is there already */
+    if (sug && dk_index_find(&ix, sug, strlen(sug))) sug = NULL; /* the right key is there */
     const char *home = !*path && !sug ? ds_home_block(s, key) : NULL;
     char *patch = sug ? ds_rename_patch(mp, key, sug) : NULL;
     char hint[512] = "";
@@ -767,6 +872,7 @@ static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, cons
              "`%s` is not a DeepSpeed key%s%s: DeepSpeed silently ignores it%s", key,
              *path ? " of " : "", *path ? path : "", hint);
   }
+  dk_index_free(&ix);
 }
 
 /* ---------------------------------------------------------------- semantic */
@@ -1086,15 +1192,7 @@ int ddx_dscheck_run(const ddx_dscheck_t *s, const char *text, size_t len,
     ddx_arena_free(&arena);
     return rc;
   }
-  static const char *const ds_keys[] = {"zero_optimization",
-                                        "train_micro_batch_size_per_gpu",
-                                        "train_batch_size",
-                                        "gradient_accumulation_steps",
-                                        "fp16",
-                                        "bf16",
-                                        "zero_allow_untested_optimizer"};
-  for (size_t i = 0; i < sizeof ds_keys / sizeof *ds_keys; i++)
-    out->is_deepspeed |= dk_member(root, ds_keys[i]) != NULL;
+  out->is_deepspeed = ddx_dsconfig_text_is_deepspeed(text, len);
   const dk_node_t *z = dk_member(root, "zero_optimization");
   if (z) {
     out->has_zero = true;

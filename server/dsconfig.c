@@ -606,21 +606,173 @@ static bool dsc_is_str(const dsc_node_t *n, const char *s) {
   return n && n->kind == DSC_STRING && n->str_len == strlen(s) && !memcmp(n->str, s, n->str_len);
 }
 
-static bool dsc_type_in(const dsc_node_t *n, const char *const *names) {
-  if (!n || n->kind != DSC_STRING) return false;
-  for (; *names; names++)
-    if (n->str_len == strlen(*names) && !strncasecmp(n->str, *names, n->str_len)) return true;
+/* ---- is it a DeepSpeed config? ----
+ *
+ * Decided from the top-level keys in one pass over the text, without
+ * building a tree (a 1 MB vocab.json is one object with 50,000 keys), and
+ * tolerantly: hjson comments are skipped, and a text that stops parsing
+ * (being typed) is judged by the keys before the break. A name only
+ * DeepSpeed uses, with the value DeepSpeed expects, is enough; names other
+ * tools share (train_batch_size is in the HF Trainer's trainer_state.json,
+ * gradient_accumulation_steps and boolean fp16/bf16 in its
+ * TrainingArguments) count when two come together, or when "auto" (the HF
+ * integration's placeholder). More top-level keys than DeepSpeed has is
+ * data, not a config. */
+
+#define DSC_DS_MAX_KEYS 256 /* DeepSpeed reads 58 top-level keys */
+
+enum {
+  DSC_K_OBJ = 1,
+  DSC_K_BOOL = 2,
+  DSC_K_NUM = 4,
+  DSC_K_AUTO = 8, /* the string "auto" */
+  DSC_K_STR = 16, /* any other string */
+  DSC_K_ARR = 32
+};
+
+typedef struct dsc_scan {
+  const char *s;
+  size_t len, pos;
+} dsc_scan_t;
+
+/* Skips blanks and comments; false at the end of the text. */
+static bool dsc_scan_ws(dsc_scan_t *t) {
+  while (t->pos < t->len) {
+    char c = t->s[t->pos];
+    if (dsc_is_space(c)) {
+      t->pos++;
+    } else if (c == '#' || (c == '/' && t->pos + 1 < t->len && t->s[t->pos + 1] == '/')) {
+      const char *nl = memchr(t->s + t->pos, '\n', t->len - t->pos);
+      t->pos = nl ? (size_t)(nl - t->s) : t->len;
+    } else if (c == '/' && t->pos + 1 < t->len && t->s[t->pos + 1] == '*') {
+      size_t i = t->pos + 2;
+      while (i + 1 < t->len && !(t->s[i] == '*' && t->s[i + 1] == '/'))
+        i++;
+      t->pos = i + 1 < t->len ? i + 2 : t->len;
+    } else {
+      return true;
+    }
+  }
   return false;
 }
 
-bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c) {
-  static const char *const keys[] = {"zero_optimization",
-                                     "train_micro_batch_size_per_gpu",
-                                     "train_batch_size",
-                                     "gradient_accumulation_steps",
-                                     "fp16",
-                                     "bf16",
-                                     "zero_allow_untested_optimizer"};
+/* The string at t->pos (its quote): its raw bytes [*a, *b), t->pos after
+ * it. False when it does not end on its line. */
+static bool dsc_scan_string(dsc_scan_t *t, size_t *a, size_t *b) {
+  size_t i = t->pos + 1;
+  while (i < t->len && t->s[i] != '"' && t->s[i] != '\n')
+    i += t->s[i] == '\\' ? 2 : 1;
+  if (i >= t->len || t->s[i] != '"') return false;
+  *a = t->pos + 1;
+  *b = i;
+  t->pos = i + 1;
+  return true;
+}
+
+static bool dsc_scan_is(const dsc_scan_t *t, size_t a, size_t b, const char *w) {
+  return b - a == strlen(w) && !memcmp(t->s + a, w, b - a);
+}
+
+/* Skips one value, a container with everything in it; false when the text
+ * ends or breaks first. */
+static bool dsc_scan_skip(dsc_scan_t *t) {
+  size_t depth = 0, a, b;
+  do {
+    if (!dsc_scan_ws(t)) return false;
+    char c = t->s[t->pos];
+    if (c == '"') {
+      if (!dsc_scan_string(t, &a, &b)) return false;
+    } else if (c == '{' || c == '[') {
+      depth++, t->pos++;
+    } else if (c == '}' || c == ']') {
+      if (!depth) return false; /* a closer where a value should be */
+      depth--, t->pos++;
+    } else if (c == ',' || c == ':') {
+      if (!depth) return false;
+      t->pos++;
+    } else {
+      size_t from = t->pos;
+      while (t->pos < t->len && !dsc_is_space(t->s[t->pos]) && !strchr(",:{}[]\"#/", t->s[t->pos]))
+        t->pos++;
+      if (t->pos == from) return false;
+    }
+  } while (depth);
+  return true;
+}
+
+/* The kind of the value at t->pos (DSC_K_*, 0 for null); t is not moved. */
+static unsigned dsc_scan_kind(const dsc_scan_t *t) {
+  dsc_scan_t u = *t;
+  char c = u.s[u.pos];
+  size_t a, b;
+  if (c == '"')
+    return !dsc_scan_string(&u, &a, &b)    ? 0
+           : dsc_scan_is(&u, a, b, "auto") ? DSC_K_AUTO
+                                           : DSC_K_STR;
+  return c == '{'                      ? DSC_K_OBJ
+         : c == '['                    ? DSC_K_ARR
+         : c == 't' || c == 'f'        ? DSC_K_BOOL
+         : c == '-' || dsc_is_digit(c) ? DSC_K_NUM
+                                       : 0;
+}
+
+static bool dsc_name_in(const char *s, size_t n, const char *const *names) {
+  for (; *names; names++)
+    if (n == strlen(*names) && !strncasecmp(s, *names, n)) return true;
+  return false;
+}
+
+/* An optimizer or scheduler block at t->pos (its '{'): DeepSpeed's shape,
+ * {"type": one of names, "params": {...}} (params only when need_params).
+ * t->pos after the block; false when it is not that or the text breaks. */
+static bool dsc_scan_block(dsc_scan_t *t, const char *const *names, bool need_params) {
+  bool type_ok = false, params = false;
+  t->pos++;
+  for (;;) {
+    size_t ka, kb, va, vb;
+    if (!dsc_scan_ws(t)) return false;
+    if (t->s[t->pos] == '}') {
+      t->pos++;
+      return type_ok && (params || !need_params);
+    }
+    if (t->s[t->pos] != '"' || !dsc_scan_string(t, &ka, &kb) || !dsc_scan_ws(t) ||
+        t->s[t->pos] != ':')
+      return false;
+    t->pos++;
+    if (!dsc_scan_ws(t)) return false;
+    if (dsc_scan_is(t, ka, kb, "type") && t->s[t->pos] == '"') {
+      if (!dsc_scan_string(t, &va, &vb)) return false;
+      type_ok = dsc_name_in(t->s + va, vb - va, names);
+    } else {
+      params |= dsc_scan_is(t, ka, kb, "params") && t->s[t->pos] == '{';
+      if (!dsc_scan_skip(t)) return false;
+    }
+    if (!dsc_scan_ws(t)) return false;
+    if (t->s[t->pos] == ',') t->pos++;
+  }
+}
+
+bool ddx_dsconfig_text_is_deepspeed(const char *text, size_t len) {
+  /* A name only DeepSpeed uses, with the kinds of value it takes. */
+  static const struct {
+    const char *key;
+    unsigned strong, weak; /* kinds that decide alone / that count as one of two */
+  } keys[] = {
+      {"zero_optimization", DSC_K_OBJ | DSC_K_BOOL, 0},
+      {"train_micro_batch_size_per_gpu", DSC_K_NUM | DSC_K_AUTO, 0},
+      {"train_batch_size", DSC_K_AUTO, DSC_K_NUM},
+      {"gradient_accumulation_steps", DSC_K_AUTO, DSC_K_NUM},
+      {"gradient_clipping", DSC_K_AUTO, DSC_K_NUM},
+      {"fp16", DSC_K_OBJ, 0},
+      {"bf16", DSC_K_OBJ, 0},
+      {"bfloat16", DSC_K_OBJ, 0},
+      {"zero_allow_untested_optimizer", DSC_K_BOOL, 0},
+      {"zero_force_ds_cpu_optimizer", DSC_K_BOOL, 0},
+      {"steps_per_print", DSC_K_NUM, 0},
+      {"wall_clock_breakdown", DSC_K_BOOL, 0},
+      {"flops_profiler", DSC_K_OBJ, 0},
+      {"comms_logger", DSC_K_OBJ, 0},
+  };
   /* DeepSpeed's own names (compared case-insensitively, as it does). A bare
    * optimizer "adam" is common elsewhere (AllenNLP...), so it also needs
    * DeepSpeed's {"type", "params"} shape. */
@@ -629,14 +781,40 @@ bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c) {
                                            "muadam", "muadamw",    "musgd",       NULL};
   static const char *const schedulers[] = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR",
                                            "OneCycle", "LRRangeTest",   NULL};
-  if (!c) return false;
-  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-    if (dsc_member(c->root, keys[i], strlen(keys[i]))) return true;
-  const dsc_node_t *params = dsc_lookup(c, "optimizer.params");
-  if (params && params->kind == DSC_OBJECT &&
-      dsc_type_in(dsc_lookup(c, "optimizer.type"), optimizers))
-    return true;
-  return dsc_type_in(dsc_lookup(c, "scheduler.type"), schedulers);
+  if (!text) return false;
+  dsc_scan_t t = {text, len, 0};
+  if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) t.pos = 3;
+  if (!dsc_scan_ws(&t) || text[t.pos] != '{') return false;
+  t.pos++;
+  size_t nkeys = 0;
+  unsigned weak = 0; /* a bit per key of keys[] */
+  bool strong = false;
+  for (;;) {
+    size_t ka, kb;
+    if (!dsc_scan_ws(&t) || text[t.pos] != '"' || !dsc_scan_string(&t, &ka, &kb)) break;
+    if (++nkeys > DSC_DS_MAX_KEYS) return false;
+    if (!dsc_scan_ws(&t) || text[t.pos] != ':') break;
+    t.pos++;
+    if (!dsc_scan_ws(&t)) break;
+    unsigned kind = dsc_scan_kind(&t);
+    bool opt = dsc_scan_is(&t, ka, kb, "optimizer"), sch = dsc_scan_is(&t, ka, kb, "scheduler");
+    dsc_scan_t block = t;
+    if (kind == DSC_K_OBJ && (opt || sch) &&
+        dsc_scan_block(&block, opt ? optimizers : schedulers, opt))
+      strong = true;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+      if (!dsc_scan_is(&t, ka, kb, keys[i].key)) continue;
+      strong |= (keys[i].strong & kind) != 0;
+      if (keys[i].weak & kind) weak |= 1u << i;
+    }
+    if (!dsc_scan_skip(&t) || !dsc_scan_ws(&t) || text[t.pos] != ',') break;
+    t.pos++;
+  }
+  return strong || (weak & (weak - 1)) != 0; /* two weak ones */
+}
+
+bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c) {
+  return c && ddx_dsconfig_text_is_deepspeed(c->text, c->len);
 }
 
 /* ---- rendering new values in the file's style ---- */
@@ -894,6 +1072,7 @@ typedef struct dsc_plan {
   ddx_dsconfig_t *work; /* the text after the ops so far; NULL before the first edit */
   ddx_vec_t edits;      /* ddx_text_edit_t against orig: sorted, disjoint */
   ddx_error_t *err;
+  char title[400]; /* what the plan does, when the patch's title would not say it */
 } dsc_plan_t;
 
 static const ddx_dsconfig_t *dsc_cur(const dsc_plan_t *pl) {
@@ -1151,6 +1330,144 @@ static int dsc_precondition(const ddx_dsconfig_t *c, size_t i, json_t *pre, ddx_
   return rc;
 }
 
+/* ---- the batch identity ----
+ *
+ * DeepSpeed asserts train_batch_size == train_micro_batch_size_per_gpu x
+ * gradient_accumulation_steps x the data-parallel size, and a quick fix
+ * must keep that exactly. A patch that multiplies the micro batch by a
+ * factor below 1 (rules: "micro-batch-down") with gradient accumulation is
+ * planned as one change that keeps the global batch: the new micro batch is
+ * the largest divisor of the current one up to factor x micro (at least
+ * min), and gradient accumulation is multiplied by exactly the ratio (micro
+ * 7, accumulation 1 becomes 1 x 7, not 3 x 2). The data-parallel size N
+ * need not be known: the product micro x accumulation stays the same, so
+ * the new config holds for exactly the N the old one did. With
+ * train_batch_size set (a number) that N must exist, i.e. train_batch_size
+ * must be a multiple of micro x accumulation, else the config is already
+ * inconsistent and the fix is refused; "auto" (the HF Trainer fills it in)
+ * stays "auto"; absent, DeepSpeed derives it, unchanged. A micro batch or
+ * accumulation that is "auto" is the Trainer's and refused, as is a micro
+ * batch of 1. Gradient accumulation multiplied alone (the global batch
+ * grows) is refused while train_batch_size is a number; train_batch_size is
+ * never multiplied. */
+
+#define DSC_MICRO "train_micro_batch_size_per_gpu"
+#define DSC_GAS "gradient_accumulation_steps"
+#define DSC_TBS "train_batch_size"
+#define DSC_BATCH_MAX 1099511627776.0 /* 2^40: no batch value is larger */
+#define DSC_SHRINK "cannot shrink the micro batch: "
+
+/* A positive integer of at most DSC_BATCH_MAX. */
+static bool dsc_batch_int(const dsc_node_t *n) {
+  return n && n->kind == DSC_NUMBER && n->num >= 1 && n->num <= DSC_BATCH_MAX &&
+         floor(n->num) == n->num;
+}
+
+/* The checks every batch value gets: present (unless absent_ok), not
+ * "auto", a positive integer. */
+static int dsc_batch_value(dsc_plan_t *pl, const dsc_node_t *n, const char *key) {
+  char is[64];
+  dsc_describe(dsc_cur(pl), n, is, sizeof is);
+  if (!n) return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is absent", key);
+  if (dsc_is_str(n, "auto"))
+    return ddx_error_set(pl->err, DDX_EINVAL, "%s: value is \"auto\": %s", key, DSC_AUTO_OWNED);
+  if (n->kind != DSC_NUMBER)
+    return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is %s, not a number", key,
+                         is);
+  if (!dsc_batch_int(n))
+    return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK "%s is %s, not a positive integer%s", key,
+                         is, n->num > DSC_BATCH_MAX ? " of a plausible size" : "");
+  return 0;
+}
+
+static int dsc_set_int(dsc_plan_t *pl, const char *key, long long v) {
+  dsc_path_t p;
+  json_t *j = json_integer(v);
+  int rc = j && dsc_path_split(key, &p) ? dsc_op_set(pl, key, &p, j) : dsc_nomem(pl->err);
+  json_decref(j);
+  return rc;
+}
+
+/* The micro batch times factor (mop) and gradient accumulation (gop) by
+ * the matching ratio, as one change that keeps micro x accumulation. */
+static int dsc_op_batch(dsc_plan_t *pl, size_t mi, json_t *mop, json_t *gop) {
+  json_t *factor = json_object_get(mop, "factor"), *min = json_object_get(mop, "min");
+  if (!json_is_number(factor) || (min && !json_is_number(min)))
+    return dsc_bad_patch(pl->err, "op", mi);
+  double f = json_number_value(factor), lo = min ? json_number_value(min) : 1;
+  if (!(f > 0 && f < 1))
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "invalid patch: " DSC_MICRO " is only multiplied by a factor between 0 "
+                         "and 1 (a smaller micro batch, more gradient accumulation)");
+  if (!gop)
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "invalid patch: a multiply of " DSC_MICRO " needs one of " DSC_GAS
+                         " in the same patch: DeepSpeed requires " DSC_TBS
+                         " = micro batch x " DSC_GAS " x data-parallel size");
+  const ddx_dsconfig_t *c = dsc_cur(pl);
+  const dsc_node_t *m = dsc_member(c->root, DSC_MICRO, strlen(DSC_MICRO));
+  const dsc_node_t *g = dsc_member(c->root, DSC_GAS, strlen(DSC_GAS));
+  const dsc_node_t *t = dsc_member(c->root, DSC_TBS, strlen(DSC_TBS));
+  bool t_auto = dsc_is_str(t, "auto");
+  int rc = dsc_batch_value(pl, m, DSC_MICRO);
+  if (!rc && g) rc = dsc_batch_value(pl, g, DSC_GAS);
+  if (rc) return rc;
+  if (!g && t) /* else DeepSpeed's default, 1 */
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         DSC_SHRINK DSC_GAS " is absent, so DeepSpeed derives it from " DSC_TBS
+                                            " and the data-parallel size; set it first");
+  long long m0 = (long long)m->num, g0 = g ? (long long)g->num : 1;
+  char is[64];
+  dsc_describe(c, t, is, sizeof is);
+  if (t && !t_auto && t->kind != DSC_NUMBER)
+    return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_TBS " is %s, not a number", is);
+  if (t && !t_auto && !dsc_batch_int(t))
+    return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_TBS " is %s, not a positive integer",
+                         is);
+  long long t0 = t && !t_auto ? (long long)t->num : 0;
+  if (t0 && (t0 % m0 || (t0 / m0) % g0))
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         DSC_SHRINK DSC_TBS
+                         " %lld is not " DSC_MICRO " %lld x " DSC_GAS
+                         " %lld x a whole data-parallel size, so DeepSpeed's batch "
+                         "check fails already; make the three consistent first",
+                         t0, m0, g0);
+  if (m0 == 1) return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_MICRO " is already 1");
+  double target = floor((double)m0 * f);
+  if (target < lo) target = lo;
+  if (target >= (double)m0) return DSC_NOCHANGE;
+  long long best = 0; /* the largest divisor of m0 in [lo, target] */
+  for (long long i = 1; i <= m0 / i; i++) {
+    if (m0 % i) continue;
+    long long pair[2] = {i, m0 / i};
+    for (int k = 0; k < 2; k++)
+      if ((double)pair[k] <= target && (double)pair[k] >= lo && pair[k] > best) best = pair[k];
+  }
+  if (!best)
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         DSC_SHRINK "%lld has no divisor from %g to %.0f, and a micro batch that "
+                                    "does not divide it changes the global batch",
+                         m0, lo, target);
+  long long ratio = m0 / best;
+  if ((double)g0 * (double)ratio > DSC_BATCH_MAX)
+    return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_GAS " %lld x %lld is out of range", g0,
+                         ratio);
+  long long g1 = g0 * ratio;
+  if ((rc = dsc_set_int(pl, DSC_MICRO, best)) || (rc = dsc_set_int(pl, DSC_GAS, g1))) return rc;
+  if ((double)best != (double)m0 * f) /* the patch's title promises what this is not */
+    snprintf(pl->title, sizeof pl->title,
+             "Micro batch %lld -> %lld, gradient accumulation %lld -> %lld: the same global batch "
+             "(%lld is the largest divisor of %lld up to %.0f)%s",
+             m0, best, g0, g1, best, m0, target, t_auto ? "; train_batch_size stays \"auto\"" : "");
+  return 0;
+}
+
+static bool dsc_op_is(json_t *op, const char *kind, const char *path) {
+  const char *k = json_string_value(json_object_get(op, "op"));
+  const char *p = json_string_value(json_object_get(op, "path"));
+  return k && p && !strcmp(k, kind) && !strcmp(p, path);
+}
+
 static int dsc_op(dsc_plan_t *pl, size_t i, json_t *op) {
   const char *kind = json_string_value(json_object_get(op, "op"));
   const char *path = json_string_value(json_object_get(op, "path"));
@@ -1162,6 +1479,22 @@ static int dsc_op(dsc_plan_t *pl, size_t i, json_t *op) {
   if (!strcmp(kind, "set") && value) return dsc_op_set(pl, path, &p, value);
   if (!strcmp(kind, "remove")) return dsc_op_remove(pl, &p);
   if (!strcmp(kind, "rename") && to) return dsc_op_rename(pl, path, &p, to);
+  if (!strcmp(kind, "multiply") && !strcmp(path, DSC_TBS))
+    return ddx_error_set(pl->err, DDX_EINVAL,
+                         "cannot multiply " DSC_TBS
+                         ": DeepSpeed requires it to be micro batch x " DSC_GAS
+                         " x data-parallel size; change those instead");
+  if (!strcmp(kind, "multiply") && !strcmp(path, DSC_GAS)) { /* alone: the global batch grows */
+    const ddx_dsconfig_t *c = dsc_cur(pl);
+    const dsc_node_t *t = dsc_member(c->root, DSC_TBS, strlen(DSC_TBS));
+    char is[64];
+    dsc_describe(c, t, is, sizeof is);
+    if (t && t->kind == DSC_NUMBER)
+      return ddx_error_set(pl->err, DDX_EINVAL,
+                           "cannot multiply " DSC_GAS " alone: " DSC_TBS " is %s and must stay "
+                           "micro batch x " DSC_GAS " x data-parallel size",
+                           is);
+  }
   if (!strcmp(kind, "multiply") && json_is_number(factor) && (!min || json_is_number(min)))
     return dsc_op_multiply(pl, path, &p, json_number_value(factor), min);
   return dsc_bad_patch(pl->err, "op", i);
@@ -1180,8 +1513,28 @@ static int dsc_plan_patch(dsc_plan_t *pl, json_t *patch, ddx_patch_plan_t *plan)
     int rc = dsc_precondition(pl->orig, i, x, pl->err);
     if (rc) return rc;
   }
+  /* the micro batch and gradient accumulation multiplied together are one
+   * change, planned where the first of them is */
+  json_t *mop = NULL, *gop = NULL;
+  size_t mi = 0;
   json_array_foreach(ops, i, x) {
-    int rc = dsc_op(pl, i, x);
+    json_t **slot = dsc_op_is(x, "multiply", DSC_MICRO) ? &mop
+                    : dsc_op_is(x, "multiply", DSC_GAS) ? &gop
+                                                        : NULL;
+    if (slot && *slot) return dsc_bad_patch(pl->err, "op", i); /* the same key twice */
+    if (slot) *slot = x;
+    if (slot == &mop) mi = i;
+  }
+  bool batch_done = false;
+  json_array_foreach(ops, i, x) {
+    int rc;
+    if (mop && (x == mop || x == gop)) {
+      if (batch_done) continue;
+      batch_done = true;
+      rc = dsc_op_batch(pl, mi, mop, gop);
+    } else {
+      rc = dsc_op(pl, i, x);
+    }
     if (rc < 0) return rc;
   }
   /* keep only the bytes that change; ops that undo each other leave nothing */
@@ -1198,7 +1551,8 @@ static int dsc_plan_patch(dsc_plan_t *pl, json_t *patch, ddx_patch_plan_t *plan)
   if (!n)
     return ddx_error_set(pl->err, DDX_EINVAL,
                          "already applied: the config already has what this fix would set");
-  if (!(plan->title = strdup(title ? title : ""))) return dsc_nomem(pl->err);
+  if (!(plan->title = strdup(pl->title[0] ? pl->title : title ? title : "")))
+    return dsc_nomem(pl->err);
   plan->edits = e;
   plan->nedits = n;
   ddx_vec_init(&pl->edits, sizeof *e); /* the plan owns them now */

@@ -347,16 +347,27 @@ void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_
   }
 }
 
-bool ddx_lsp_cfg_doc_is_ds(const ddx_lsp_doc_t *d, const ddx_dscheck_result_t *res) {
-  if (d->kind != DDX_LSP_DOC_JSON) return false;
-  const char *name = ddx_lsp_basename(d->uri);
+/* ds_config*.json, *deepspeed*.json, and the ZeRO stage files of the
+ * DeepSpeed and HF examples: zero2.json, zero3_offload.json,
+ * zero_stage3.json, zero++.json (not zero_shot_results.json). */
+static bool lsp_cfg_name_is_ds(const char *name) {
   size_t n = strlen(name);
   bool json = (n > 5 && !strcasecmp(name + n - 5, ".json")) ||
               (n > 6 && !strcasecmp(name + n - 6, ".jsonc"));
-  if (json && !strncasecmp(name, "ds_config", 9)) return true;
-  for (const char *p = name; json && *p; p++)
+  if (!json) return false;
+  if (!strncasecmp(name, "ds_config", 9)) return true;
+  for (const char *p = name; *p; p++)
     if (!strncasecmp(p, "deepspeed", 9)) return true;
-  return res && res->is_deepspeed;
+  if (strncasecmp(name, "zero", 4)) return false;
+  const char *p = name + 4;
+  if (*p == '_' || *p == '-') p++;
+  return (*p >= '0' && *p <= '9') || !strncasecmp(p, "stage", 5) || !strncasecmp(p, "pp", 2) ||
+         !strncmp(p, "++", 2) || !strncasecmp(p, "offload", 7) || !strncasecmp(p, "infinity", 8);
+}
+
+bool ddx_lsp_cfg_doc_is_ds(const ddx_lsp_doc_t *d, const ddx_dscheck_result_t *res) {
+  if (d->kind != DDX_LSP_DOC_JSON) return false;
+  return lsp_cfg_name_is_ds(ddx_lsp_basename(d->uri)) || (res && res->is_deepspeed);
 }
 
 static void lsp_cfg_publish(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, json_t *diags) {
@@ -367,8 +378,15 @@ static void lsp_cfg_publish(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, json_t *diags
 
 void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
   if (d->kind != DDX_LSP_DOC_JSON || s->exiting || s->shutdown) return;
-  const ddx_dscheck_t *schema =
-      d->text->len <= DDX_LSP_CFG_MAX_BYTES ? ddx_lsp_cfg_schema(s) : NULL;
+  /* Decide cheaply first: a vocab.json, tokenizer.json, package.json or a
+   * model's config.json is never read as a tree here. A document that had
+   * diagnostics is checked once more, to clear them (or to keep saying
+   * where a config being typed stops parsing). */
+  bool small = d->text->len <= DDX_LSP_CFG_MAX_BYTES;
+  bool ds = small && (ddx_lsp_cfg_doc_is_ds(d, NULL) ||
+                      ddx_dsconfig_text_is_deepspeed(d->text->data, d->text->len));
+  if (!ds && !d->cfg_published) return;
+  const ddx_dscheck_t *schema = small ? ddx_lsp_cfg_schema(s) : NULL;
   if (!schema) {
     if (d->cfg_published) lsp_cfg_publish(s, d, json_array());
     d->cfg_published = false;
@@ -390,7 +408,7 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
   bool show;
   if (rc == DDX_EINVAL) {
     /* A DeepSpeed config being typed: say where it stops parsing. */
-    show = ddx_lsp_cfg_doc_is_ds(d, NULL) || d->cfg_published;
+    show = ds || d->cfg_published;
     size_t at = r.error_offset < d->text->len ? r.error_offset : d->text->len;
     char msg[2300];
     snprintf(msg, sizeof msg, "not valid JSON for DeepSpeed (hjson comments are fine): %s",
@@ -402,7 +420,7 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
                            "severity", 1, "code", "ds-config.syntax", "source", "ddx", "message",
                            ddx_lsp_jstr(msg, strlen(msg))));
   } else if (rc == 0) {
-    show = ddx_lsp_cfg_doc_is_ds(d, &r);
+    show = ds;
     for (size_t i = 0; show && i < r.n && json_array_size(diags) < DDX_LSP_MAX_DIAGNOSTICS; i++) {
       const ddx_dscheck_finding_t *x = &r.findings[i];
       json_t *data = json_pack("{s:s}", "path", x->path);

@@ -84,7 +84,7 @@ typedef struct ddx_dscheck_result {
   ddx_dscheck_finding_t *findings; /* sorted by start */
   size_t n, cap;
   ddx_dscheck_memory_t memory;
-  bool is_deepspeed;           /* top-level DeepSpeed keys present */
+  bool is_deepspeed;           /* ddx_dsconfig_text_is_deepspeed (ddx/dsconfig.h) */
   bool has_zero;               /* a zero_optimization key */
   size_t zero_start, zero_end; /* its key's bytes (with the quotes) */
   size_t error_offset;         /* where the text stopped parsing (on DDX_EINVAL) */

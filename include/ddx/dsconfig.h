@@ -41,8 +41,18 @@ void ddx_dsconfig_free(ddx_dsconfig_t *c);
  * present; *json gets a malloc'd compact JSON rendering of the value. */
 bool ddx_dsconfig_get(const ddx_dsconfig_t *c, const char *path, char **json);
 
-/* True when the text looks like a DeepSpeed config (zero_optimization,
- * train_micro_batch_size_per_gpu, train_batch_size, fp16/bf16 blocks...). */
+/* True when a JSON text looks like a DeepSpeed config, from its top-level
+ * keys in one pass without building a tree (hjson comments skipped; a text
+ * that stops parsing is judged by the keys before the break): a key only
+ * DeepSpeed uses with a value of the kind it takes (zero_optimization,
+ * train_micro_batch_size_per_gpu, fp16/bf16 objects, an optimizer or
+ * scheduler of DeepSpeed's shape, "auto" batch sizes, ...), or two that
+ * other tools share too (train_batch_size, gradient_accumulation_steps,
+ * gradient_clipping as numbers). A top-level object with more than 256 keys
+ * (a tokenizer vocab) is data, not a config. */
+bool ddx_dsconfig_text_is_deepspeed(const char *text, size_t len);
+
+/* ddx_dsconfig_text_is_deepspeed of the parsed text. */
 bool ddx_dsconfig_is_deepspeed(const ddx_dsconfig_t *c);
 
 /* Plans one config_patches entry (its JSON text, as in a rule file) against

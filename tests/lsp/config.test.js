@@ -279,6 +279,92 @@ test('the config DeepSpeed printed in the log is found among the workspace files
   assert.ok(named.length && named.every((f) => f === 'zero3.json'), named.join());
 });
 
+test('JSON that is not a DeepSpeed config gets no ds_config diagnostics; a 1 MB vocab.json does not stall the server', async () => {
+  const ws = tmpdir();
+  const s = new Session();
+  await s.initialize({ folders: [ws] });
+  // a tokenizer's vocabulary: one object of 50,000 keys, about 1 MB on one
+  // line (GPT-2's vocab.json has 50,257), "fp16" among its tokens
+  const vocab = {};
+  const parts = ['Ġthe', 'ing', 'Ġmodel', 'ation', 'Ġ', 'er', 'Ġtrain', '▁', 'fp', 'ĉ', 'Ġgradient', 'ĠDeepSpeed'];
+  for (let i = 0; i < 50000; i++) vocab[`${parts[i % parts.length]}${parts[(i >> 3) % parts.length]}${i.toString(36)}`] = i;
+  vocab.fp16 = 50000;
+  const vtext = JSON.stringify(vocab);
+  assert.ok(vtext.length > 1000000, String(vtext.length));
+  const docs = {
+    'vocab.json': vtext,
+    'tokenizer.json': JSON.stringify({ version: '1.0', truncation: null, padding: null, added_tokens: [{ id: 0, content: '<s>', special: true }], normalizer: null, model: { type: 'BPE', vocab: { '<s>': 0, fp16: 1 }, merges: ['Ġ t'] } }, null, 2),
+    // a model's config.json (Llama), the HF Trainer's trainer_state.json
+    // and TrainingArguments (train_batch_size, gradient_accumulation_steps,
+    // boolean fp16/bf16: names DeepSpeed shares), package.json, a data file
+    'config.json': JSON.stringify({ architectures: ['LlamaForCausalLM'], bos_token_id: 1, hidden_act: 'silu', hidden_size: 4096, intermediate_size: 11008, num_attention_heads: 32, num_hidden_layers: 32, torch_dtype: 'float16', transformers_version: '4.31.0', vocab_size: 32000 }, null, 2),
+    'trainer_state.json': JSON.stringify({ best_metric: null, epoch: 3.0, global_step: 1500, is_world_process_zero: true, log_history: [{ epoch: 0.02, learning_rate: 2e-5, loss: 1.93, step: 10 }], max_steps: 1500, train_batch_size: 8, total_flos: 1.2e17, trial_name: null }, null, 2),
+    'training_args.json': JSON.stringify({ output_dir: 'out', per_device_train_batch_size: 8, gradient_accumulation_steps: 4, learning_rate: 2e-5, fp16: true, bf16: false, deepspeed: 'ds_config.json' }, null, 2),
+    'package.json': JSON.stringify({ name: 'x', version: '1.0.0', scripts: { test: 'node --test' }, devDependencies: { typescript: '^5.0.0' } }, null, 2),
+    'results.json': JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ id: i, text: `sample ${i}`, score: i / 2000 }))),
+  };
+  const opened = [];
+  for (const [name, text] of Object.entries(docs)) opened.push(await s.open(null, { docUri: uri(path.join(ws, name)), languageId: 'json', text }));
+  // typing in the vocab: each change is checked again
+  for (let v = 2; v <= 4; v++) {
+    await s.notify('textDocument/didChange', {
+      textDocument: { uri: opened[0], version: v },
+      contentChanges: [{ range: { start: { line: 0, character: 1 }, end: { line: 0, character: 1 } }, text: `"Ġnew${v}": ${50000 + v}, ` }],
+    });
+  }
+  // a ds_config opened after them is checked: the server got past them
+  const u = uri(path.join(ws, 'ds_config.json'));
+  await s.open(null, { docUri: u, languageId: 'json', text: BAD });
+  const p = await s.diagnosticsFor(u);
+  assert.ok(codes(p).includes('ds-config.unknown-key'));
+  // and a request after all of them is answered
+  const h = await s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: 6, character: 5 } });
+  assert.match(h.contents.value, /\*\*`zero_optimization`\*\* \(DeepSpeed\)/);
+  for (const d of opened) assert.equal(s.diagnostics.has(d), false, `diagnostics for ${d}: ${JSON.stringify(s.diagnostics.get(d))}`.slice(0, 600));
+  assert.equal((await s.close()).code, 0);
+});
+
+test('the micro-batch quick fix keeps train_batch_size = micro x accumulation x data-parallel size', async () => {
+  // micro 7, accumulation 1, global 56 on 8 GPUs: halving to 3 x 2 would
+  // make 48 and DeepSpeed would assert; the fix makes it 1 x 7
+  const plan = async (cfg) => {
+    const ws = tmpdir();
+    const text = JSON.stringify(cfg, null, 2) + '\n';
+    fs.writeFileSync(path.join(ws, 'ds_config.json'), text);
+    fs.writeFileSync(path.join(ws, 'train.log'), LOG);
+    const s = new Session();
+    await s.initialize({ folders: [ws] });
+    const u = await s.open(path.join(ws, 'train.log'));
+    const p = await s.diagnosticsFor(u);
+    const oom = p.diagnostics.filter((d) => d.code === 'ds.oom.zero3-gather');
+    assert.ok(oom.length, JSON.stringify(p.diagnostics.map((d) => d.code)));
+    const actions = await s.request('textDocument/codeAction', {
+      textDocument: { uri: u }, range: oom[0].range, context: { diagnostics: oom, only: ['quickfix'] },
+    });
+    assert.equal((await s.close()).code, 0);
+    const a = actions.find((x) => /micro batch/i.test(x.title));
+    assert.ok(a, JSON.stringify(actions.map((x) => x.title)));
+    return { a, text };
+  };
+  const odd = { ...STAGE3, train_batch_size: 56, train_micro_batch_size_per_gpu: 7, gradient_accumulation_steps: 1 };
+  const { a, text } = await plan(odd);
+  assert.equal(a.disabled, undefined, JSON.stringify(a.disabled));
+  assert.match(a.title, /^ddx: Micro batch 7 -> 1, gradient accumulation 1 -> 7: the same global batch \(1 is the largest divisor of 7 up to 3\) \(ds_config\.json\)$/);
+  const fixed = JSON.parse(applyEdits(text, a.edit.documentChanges[0].edits));
+  assert.deepEqual([fixed.train_batch_size, fixed.train_micro_batch_size_per_gpu, fixed.gradient_accumulation_steps], [56, 1, 7]);
+  assert.equal(fixed.train_batch_size, fixed.train_micro_batch_size_per_gpu * fixed.gradient_accumulation_steps * 8);
+  // even: halved and doubled, as the title says
+  const even = await plan({ ...STAGE3, train_batch_size: 256 });
+  assert.match(even.a.title, /^ddx: Halve the micro batch, double gradient accumulation \(global batch unchanged\)/);
+  const f2 = JSON.parse(applyEdits(even.text, even.a.edit.documentChanges[0].edits));
+  assert.deepEqual([f2.train_batch_size, f2.train_micro_batch_size_per_gpu, f2.gradient_accumulation_steps], [256, 4, 8]);
+  // a micro batch of 1, or batch sizes that no data-parallel size fits: refused, with the reason
+  const one = await plan({ ...STAGE3, train_micro_batch_size_per_gpu: 1 });
+  assert.match(one.a.disabled.reason, /precondition not met: train_micro_batch_size_per_gpu > 1 \(it is 1\)/);
+  const off = await plan({ ...odd, train_batch_size: 50 });
+  assert.match(off.a.disabled.reason, /cannot shrink the micro batch: train_batch_size 50 is not train_micro_batch_size_per_gpu 7 x gradient_accumulation_steps 1 x a whole data-parallel size/);
+});
+
 test('a client that does not read: the write queue stops growing, nothing is lost once it reads', async () => {
   const child = spawn(DDX, ['lsp'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, DDX_LSP_MAX_WQUEUE: String(256 << 10) } });
   let stderr = '';

@@ -218,29 +218,82 @@ static void test_parse_valid(void) {
 
 static void test_is_deepspeed(void) {
   static const char *const yes[] = {
-      "{\"train_micro_batch_size_per_gpu\": 1}",
-      "{\"train_batch_size\": \"auto\"}",
-      "{\"gradient_accumulation_steps\": 2}",
-      "{\"fp16\": {\"enabled\": true}}",
-      "{\"bf16\": {}}",
-      "{\"zero_allow_untested_optimizer\": true}",
-      "{\"zero_optimization\": {\"stage\": 2}}",
+      "{\"train_micro_batch_size_per_gpu\": 1}", "{\"train_batch_size\": \"auto\"}",
+      "{\"gradient_accumulation_steps\": \"auto\"}",
+      "{\"train_batch_size\": 16, \"gradient_accumulation_steps\": 2}",
+      "{\"fp16\": {\"enabled\": true}}", "{\"bf16\": {}}",
+      "{\"zero_allow_untested_optimizer\": true}", "{\"zero_optimization\": {\"stage\": 2}}",
+      "{\"zero_optimization\": false}", "{\"steps_per_print\": 10, \"model\": \"x\"}",
       "{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4}}}",
-      "{\"scheduler\": {\"type\": \"WarmupDecayLR\"}}"};
-  static const char *const no[] = {"{}",
-                                   "{\"model\": \"x\"}",
-                                   "{\"optimizer\": {\"type\": \"adam\", \"lr\": 0.1}}",
-                                   "{\"optimizer\": {\"type\": \"SGDish\", \"params\": {}}}",
-                                   "{\"scheduler\": {\"type\": \"cosine\"}}",
-                                   "{\"nested\": {\"fp16\": {}}}"};
+      "{\"optimizer\": {\"params\": {\"lr\": 1e-4}, \"type\": \"Lamb\"}}",
+      "{\"scheduler\": {\"type\": \"WarmupDecayLR\"}}",
+      /* the late key after nested values, strings with escapes and braces */
+      "{\"a\": {\"b\": [1, {\"c\": \"}\\\"]\"}]}, \"s\": \"x\\\\\", \"fp16\": {\"enabled\": 1}}"};
+  static const char *const no[] = {
+      "{}", "{\"model\": \"x\"}", "{\"optimizer\": {\"type\": \"adam\", \"lr\": 0.1}}",
+      "{\"optimizer\": {\"type\": \"SGDish\", \"params\": {}}}",
+      "{\"scheduler\": {\"type\": \"cosine\"}}", "{\"nested\": {\"fp16\": {}}}",
+      /* names other tools share, alone: the HF TrainingArguments dump
+       * (boolean fp16/bf16, gradient_accumulation_steps) and the HF
+       * Trainer's trainer_state.json (train_batch_size) */
+      "{\"gradient_accumulation_steps\": 2}",
+      "{\"output_dir\": \"out\", \"per_device_train_batch_size\": 8, "
+      "\"gradient_accumulation_steps\": 4, \"fp16\": true, \"bf16\": false, "
+      "\"deepspeed\": \"ds_config.json\"}",
+      "{\"best_metric\": null, \"epoch\": 3.0, \"global_step\": 1500, \"log_history\": "
+      "[{\"loss\": 2.1, \"step\": 10}], \"train_batch_size\": 8, \"trial_name\": null}",
+      /* a model's config.json, tokenizer.json, package.json */
+      "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, \"torch_dtype\": "
+      "\"bfloat16\", \"vocab_size\": 32000}",
+      "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": [], "
+      "\"model\": {\"type\": \"BPE\", \"vocab\": {\"zero_optimization\": 0}}}",
+      "{\"name\": \"x\", \"scripts\": {\"test\": \"node --test\"}}",
+      /* DeepSpeed names as values, or with the wrong kind of value */
+      "{\"note\": \"zero_optimization\", \"fp16\": true, \"zero_optimization\": 3}"};
   ddx_error_t err;
   for (size_t i = 0; i < sizeof yes / sizeof *yes + sizeof no / sizeof *no; i++) {
     bool want = i < sizeof yes / sizeof *yes;
     const char *t = want ? yes[i] : no[i - sizeof yes / sizeof *yes];
     ddx_dsconfig_t *c;
+    CHECK_EQ_INT(ddx_dsconfig_text_is_deepspeed(t, strlen(t)), want);
+    if (!want) CHECK_EQ_INT(ddx_dsconfig_text_is_deepspeed(t, strlen(t) - 1), false);
     CHECK_EQ_INT(ddx_dsconfig_parse(&c, t, strlen(t), &err), 0);
     CHECK_EQ_INT(ddx_dsconfig_is_deepspeed(c), want);
     ddx_dsconfig_free(c);
+  }
+  /* What the editor sees while a config is typed, or what DeepSpeed's hjson
+   * reader accepts: judged by the keys before the break. */
+  static const char *const partial_yes[] = {
+      "{\n  // tuned for 8 GPUs\n  \"zero_optimization\": {\"stage\": 3},\n}\n",
+      "{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": ",
+      "{\"train_micro_batch_size_per_gpu\": 4 \"x\": 1}",
+      "{\"a\": 1, /* \"b\": */ \"fp16\": {\"enabled\": \"auto\"}",
+      "\xEF\xBB\xBF{\"bf16\": {\"enabled\": true}}"};
+  static const char *const partial_no[] = {
+      "",
+      "   ",
+      "[{\"fp16\": {}}]",
+      "\"fp16\"",
+      "{\"model\": ",
+      "{\"x\": [1, 2, \"fp16\": {}}", /* broken before the key: inside the array */
+      "{\"train_batch_size\": 8, \"train_batch_size\": 16}", /* one name twice */
+      "{\"a\": \"no end\n\", \"fp16\": {}}"};
+  for (size_t i = 0; i < sizeof partial_yes / sizeof *partial_yes; i++)
+    CHECK_EQ_INT(ddx_dsconfig_text_is_deepspeed(partial_yes[i], strlen(partial_yes[i])), true);
+  for (size_t i = 0; i < sizeof partial_no / sizeof *partial_no; i++)
+    CHECK_EQ_INT(ddx_dsconfig_text_is_deepspeed(partial_no[i], strlen(partial_no[i])), false);
+  CHECK(!ddx_dsconfig_text_is_deepspeed(NULL, 0));
+  /* A DeepSpeed name among a tokenizer's vocabulary: more top-level keys
+   * than DeepSpeed has is data (256 keys are still a config). */
+  for (int nkeys = 256; nkeys <= 257; nkeys++) {
+    ddx_sb_t b;
+    ddx_sb_init(&b);
+    ddx_sb_puts(&b, "{\"train_micro_batch_size_per_gpu\": 0");
+    for (int k = 1; k < nkeys; k++)
+      ddx_sb_printf(&b, ", \"tok%d\": %d", k, k);
+    ddx_sb_puts(&b, "}");
+    CHECK_EQ_INT(ddx_dsconfig_text_is_deepspeed(b.s, b.len), nkeys == 256);
+    ddx_sb_free(&b);
   }
 }
 
@@ -440,20 +493,23 @@ static void test_multiply(void) {
                                            MUL("gradient_accumulation_steps", "2"));
   CHECK_PATCH("{\"train_micro_batch_size_per_gpu\": 4, \"gradient_accumulation_steps\": 2}", down,
               "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 4}");
+  /* the global batch stays: 3 x 2 becomes 1 x 6 (not 1 x 4), and a micro
+   * batch of 1 is not "halved" into 1 x 4 (test_batch_identity has more) */
   CHECK_PATCH("{\"train_micro_batch_size_per_gpu\": 3, \"gradient_accumulation_steps\": 2.0}", down,
-              "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 4}");
+              "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 6}");
   CHECK_PATCH("{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 2}", down,
-              "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 4}");
+              "cannot shrink the micro batch: train_micro_batch_size_per_gpu is already 1");
   CHECK_PATCH("{\"m\": 1}", PATCH(MUL_MIN("m", "0.5", "1")),
               "already applied: the config already has what this fix would set");
   CHECK_PATCH("{\"m\": 5}", PATCH(MUL_MIN("m", "0.1", "2")), "{\"m\": 2}");
   CHECK_PATCH("{\"m\": 2.5}", PATCH(MUL("m", "2")), "{\"m\": 5}");
   CHECK_PATCH("{\"m\": 1e8}", PATCH(MUL("m", "2")), "{\"m\": 200000000}");
   CHECK_PATCH("{\"m\": 7}", PATCH(MUL("m", "-0.5")), "{\"m\": -4}");
-  CHECK_PATCH("{\"train_micro_batch_size_per_gpu\": \"auto\"}",
-              PATCH(MUL("train_micro_batch_size_per_gpu", "0.5")),
-              "train_micro_batch_size_per_gpu: value is \"auto\": the HF Trainer sets it; "
-              "change the matching TrainingArguments flag instead");
+  CHECK_PATCH(
+      "{\"train_micro_batch_size_per_gpu\": \"auto\"}",
+      PATCH(MUL("train_micro_batch_size_per_gpu", "0.5"), MUL("gradient_accumulation_steps", "2")),
+      "train_micro_batch_size_per_gpu: value is \"auto\": the HF Trainer sets it; "
+      "change the matching TrainingArguments flag instead");
   CHECK_PATCH("{\"m\": \"4\"}", PATCH(MUL("m", "2")),
               "cannot multiply m: it is \"4\", not a number");
   CHECK_PATCH("{\"m\": {}}", PATCH(MUL("m", "2")),
@@ -467,6 +523,164 @@ static void test_multiply(void) {
               "TrainingArguments flag instead");
 #undef MUL
 #undef MUL_MIN
+}
+
+/* The micro-batch quick fix keeps DeepSpeed's train_batch_size = micro x
+ * gradient_accumulation_steps x data-parallel size, with the rule files'
+ * own patch. */
+static char *rule_patch(const char *file, const char *id) {
+  json_t *r = json_load_file(file, 0, NULL), *x;
+  size_t i;
+  char *out = NULL;
+  json_array_foreach(json_object_get(r, "config_patches"), i,
+                     x) if (!out && !strcmp(json_string_value(json_object_get(x, "id")), id)) out =
+      json_dumps(x, JSON_COMPACT);
+  json_decref(r);
+  return out;
+}
+
+/* The plan's title, or the refusal. */
+static char *plan_title(const char *text, const char *patch) {
+  ddx_dsconfig_t *c;
+  ddx_error_t err = {0};
+  ddx_patch_plan_t plan;
+  if (ddx_dsconfig_parse(&c, text, strlen(text), &err)) return strdup(err.msg);
+  char *t = ddx_dsconfig_plan(c, patch, &plan, &err) ? strdup(err.msg) : strdup(plan.title);
+  ddx_patch_plan_free(&plan);
+  ddx_dsconfig_free(c);
+  return t;
+}
+
+static void test_batch_identity(void) {
+  char *down = rule_patch("rules/deepspeed/ds.oom.activations.json", "micro-batch-down");
+  CHECK(down != NULL);
+  if (!down) return;
+#define MB "\"train_micro_batch_size_per_gpu\": "
+#define GA "\"gradient_accumulation_steps\": "
+#define TB "\"train_batch_size\": "
+  /* micro 7, accumulation 1, global 56 on 8 GPUs: 3 x 2 x 8 = 48 would
+   * break DeepSpeed's assertion; 1 x 7 x 8 = 56 keeps it */
+  const char *odd = "{\n  " TB "56,\n  " MB "7,\n  " GA "1\n}\n";
+  CHECK_PATCH(odd, down, "{\n  " TB "56,\n  " MB "1,\n  " GA "7\n}\n");
+  char *t = plan_title(odd, down);
+  CHECK_EQ_STR(t, "Micro batch 7 -> 1, gradient accumulation 1 -> 7: the same global batch (1 is "
+                  "the largest divisor of 7 up to 3)");
+  free(t);
+  /* even: halved and doubled, the rule's title */
+  const char *even = "{" TB "128, " MB "8, " GA "2}";
+  CHECK_PATCH(even, down, "{" TB "128, " MB "4, " GA "4}");
+  t = plan_title(even, down);
+  CHECK_EQ_STR(t, "Halve the micro batch, double gradient accumulation (global batch unchanged)");
+  free(t);
+  CHECK_PATCH("{" MB "12, " GA "3}", down, "{" MB "6, " GA "6}");
+  CHECK_PATCH("{" MB "9, " GA "2}", down, "{" MB "3, " GA "6}");
+  /* no train_batch_size: DeepSpeed derives it, and micro x accumulation stays */
+  CHECK_PATCH("{" MB "7, " GA "1}", down, "{" MB "1, " GA "7}");
+  CHECK_PATCH("{" MB "6, " GA "1}", down, "{" MB "3, " GA "2}");
+  /* "auto": the HF Trainer's values are not edited; train_batch_size stays "auto" */
+  CHECK_PATCH("{" TB "\"auto\", " MB "8, " GA "2}", down, "{" TB "\"auto\", " MB "4, " GA "4}");
+  t = plan_title("{" TB "\"auto\", " MB "10, " GA "1}", down);
+  CHECK_EQ_STR(t, "Halve the micro batch, double gradient accumulation (global batch unchanged)");
+  free(t);
+  t = plan_title("{" TB "\"auto\", " MB "5, " GA "1}", down);
+  CHECK_EQ_STR(t, "Micro batch 5 -> 1, gradient accumulation 1 -> 5: the same global batch (1 is "
+                  "the largest divisor of 5 up to 2); train_batch_size stays \"auto\"");
+  free(t);
+  CHECK_PATCH("{" MB "\"auto\", " GA "2}", down,
+              "precondition not met: train_micro_batch_size_per_gpu is \"auto\": the HF Trainer "
+              "sets it; change the matching TrainingArguments flag instead");
+  CHECK_PATCH("{" MB "4, " GA "\"auto\"}", down,
+              "precondition not met: gradient_accumulation_steps is \"auto\": the HF Trainer "
+              "sets it; change the matching TrainingArguments flag instead");
+  /* refusals: a micro batch of 1, a config whose batch sizes already fail */
+  CHECK_PATCH("{" TB "8, " MB "1, " GA "1}", down,
+              "precondition not met: train_micro_batch_size_per_gpu > 1 (it is 1)");
+  CHECK_PATCH("{" TB "50, " MB "7, " GA "1}", down,
+              "cannot shrink the micro batch: train_batch_size 50 is not "
+              "train_micro_batch_size_per_gpu 7 x gradient_accumulation_steps 1 x a whole "
+              "data-parallel size, so DeepSpeed's batch check fails already; make the three "
+              "consistent first");
+  /* the planner on its own, without the rule's preconditions */
+#define MULS(f, m)                                                                                 \
+  "{\"op\":\"multiply\",\"path\":\"train_micro_batch_size_per_gpu\",\"factor\":" f m "}",          \
+      "{\"op\":\"multiply\",\"path\":\"gradient_accumulation_steps\",\"factor\":2}"
+  static const char *const bare = PATCH(MULS("0.5", ""));
+  CHECK_PATCH("{" MB "1, " GA "4}", bare,
+              "cannot shrink the micro batch: train_micro_batch_size_per_gpu is already 1");
+  CHECK_PATCH("{" MB "\"auto\", " GA "4}", bare,
+              "train_micro_batch_size_per_gpu: value is \"auto\": the HF Trainer sets it; change "
+              "the matching TrainingArguments flag instead");
+  CHECK_PATCH("{" MB "4, " GA "\"auto\"}", bare,
+              "gradient_accumulation_steps: value is \"auto\": the HF Trainer sets it; change "
+              "the matching TrainingArguments flag instead");
+  CHECK_PATCH("{" MB "4}", bare, "{" MB "2, " GA "2}"); /* accumulation defaults to 1 */
+  CHECK_PATCH("{" TB "16, " MB "4}", bare,
+              "cannot shrink the micro batch: gradient_accumulation_steps is absent, so DeepSpeed "
+              "derives it from train_batch_size and the data-parallel size; set it first");
+  CHECK_PATCH("{" MB "2.5, " GA "1}", bare,
+              "cannot shrink the micro batch: train_micro_batch_size_per_gpu is 2.5, not a "
+              "positive integer");
+  CHECK_PATCH("{" MB "4, " GA "0}", bare,
+              "cannot shrink the micro batch: gradient_accumulation_steps is 0, not a positive "
+              "integer");
+  CHECK_PATCH("{" MB "4, " GA "\"2\"}", bare,
+              "cannot multiply gradient_accumulation_steps: it is \"2\", not a number");
+  CHECK_PATCH("{" GA "2}", bare, "cannot multiply train_micro_batch_size_per_gpu: it is absent");
+  CHECK_PATCH("{" TB "\"16\", " MB "4, " GA "1}", bare,
+              "cannot shrink the micro batch: train_batch_size is \"16\", not a number");
+  CHECK_PATCH("{" MB "4000000000000, " GA "1}", bare,
+              "cannot shrink the micro batch: train_micro_batch_size_per_gpu is 4000000000000, not "
+              "a positive integer of a plausible size");
+  CHECK_PATCH("{" MB "7, " GA "1}", PATCH(MULS("0.5", ",\"min\":2")),
+              "cannot shrink the micro batch: 7 has no divisor from 2 to 3, and a micro batch "
+              "that does not divide it changes the global batch");
+  CHECK_PATCH("{" MB "2, " GA "1}", PATCH(MULS("0.5", ",\"min\":2")),
+              "already applied: the config already has what this fix would set");
+  CHECK_PATCH("{" MB "1000000007, " GA "3}", bare, "{" MB "1, " GA "3000000021}"); /* a prime */
+  /* patches that would change the product are not planned */
+  CHECK_PATCH("{" MB "4, " GA "1}", PATCH(MULS("2", "")),
+              "invalid patch: train_micro_batch_size_per_gpu is only multiplied by a factor "
+              "between 0 and 1 (a smaller micro batch, more gradient accumulation)");
+  CHECK_PATCH("{" MB "4, " GA "1}",
+              PATCH("{\"op\":\"multiply\",\"path\":\"train_micro_batch_size_per_gpu\","
+                    "\"factor\":0.5}"),
+              "invalid patch: a multiply of train_micro_batch_size_per_gpu needs one of "
+              "gradient_accumulation_steps in the same patch: DeepSpeed requires "
+              "train_batch_size = micro batch x gradient_accumulation_steps x data-parallel size");
+  static const char *const more =
+      PATCH("{\"op\":\"multiply\",\"path\":\"gradient_accumulation_steps\",\"factor\":2}");
+  CHECK_PATCH("{" TB "32, " MB "4, " GA "1}", more,
+              "cannot multiply gradient_accumulation_steps alone: train_batch_size is 32 and must "
+              "stay micro batch x gradient_accumulation_steps x data-parallel size");
+  CHECK_PATCH("{" MB "4, " GA "1}", more, "{" MB "4, " GA "2}"); /* derived: still consistent */
+  CHECK_PATCH("{" TB "32}",
+              PATCH("{\"op\":\"multiply\",\"path\":\"train_batch_size\",\"factor\":2}"),
+              "cannot multiply train_batch_size: DeepSpeed requires it to be micro batch x "
+              "gradient_accumulation_steps x data-parallel size; change those instead");
+  /* the identity holds after every plan, for the N the config held for */
+  static const long long cases[][4] = {{56, 7, 1, 8}, {48, 6, 1, 8}, {96, 12, 1, 8}, {30, 15, 1, 2},
+                                       {36, 9, 2, 2}, {64, 8, 1, 8}, {210, 35, 3, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "{" TB "%lld, " MB "%lld, " GA "%lld}", cases[i][0], cases[i][1],
+             cases[i][2]);
+    ddx_error_t err = {0};
+    char *out = plan_apply(cfg, down, &err);
+    json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+    long long tb = json_integer_value(json_object_get(j, "train_batch_size"));
+    long long mb = json_integer_value(json_object_get(j, "train_micro_batch_size_per_gpu"));
+    long long ga = json_integer_value(json_object_get(j, "gradient_accumulation_steps"));
+    CHECK_EQ_INT(tb, cases[i][0]);
+    CHECK_EQ_INT(mb * ga * cases[i][3], tb);
+    CHECK(mb < cases[i][1] && mb * 2 <= cases[i][1]);
+    json_decref(j);
+    free(out);
+  }
+#undef MULS
+#undef MB
+#undef GA
+#undef TB
+  free(down);
 }
 
 static void test_preconditions(void) {
@@ -623,11 +837,61 @@ static bool oracle_preconditions(json_t *root, json_t *pres) {
   return true;
 }
 
+static bool is_op(json_t *op, const char *kind, const char *path) {
+  const char *k = json_string_value(json_object_get(op, "op"));
+  const char *p = json_string_value(json_object_get(op, "path"));
+  return k && p && !strcmp(k, kind) && !strcmp(p, path);
+}
+
+static bool batch_int(json_t *v) {
+  double x = json_number_value(v);
+  return json_is_number(v) && x >= 1 && x <= 1099511627776.0 && floor(x) == x;
+}
+
+/* The micro batch and gradient accumulation multiplied together (see
+ * dsconfig.c, "the batch identity"), by the definition: the largest divisor
+ * of the micro batch up to factor x micro, found by counting down. */
+static bool oracle_batch(json_t *root, json_t *mop, json_t *gop) {
+  double f = json_number_value(json_object_get(mop, "factor"));
+  json_t *min = json_object_get(mop, "min");
+  double lo = min ? json_number_value(min) : 1;
+  json_t *m = json_object_get(root, "train_micro_batch_size_per_gpu");
+  json_t *g = json_object_get(root, "gradient_accumulation_steps");
+  json_t *t = json_object_get(root, "train_batch_size");
+  bool t_auto = json_is_string(t) && !strcmp(json_string_value(t), "auto");
+  if (!(f > 0 && f < 1) || !gop || !batch_int(m) || (g && !batch_int(g)) || (!g && t)) return false;
+  long long m0 = (long long)json_number_value(m), g0 = g ? (long long)json_number_value(g) : 1;
+  if (t && !t_auto && (!batch_int(t) || (long long)json_number_value(t) % (m0 * g0))) return false;
+  if (m0 == 1) return false;
+  double target = floor((double)m0 * f);
+  if (target < lo) target = lo;
+  if (target >= (double)m0) return true;
+  long long d = (long long)target;
+  while (d >= 1 && (double)d >= lo && m0 % d)
+    d--;
+  if (d < 1 || (double)d < lo) return false;
+  json_object_set_new(root, "train_micro_batch_size_per_gpu", json_integer(d));
+  json_object_set_new(root, "gradient_accumulation_steps", json_integer(g0 * (m0 / d)));
+  return true;
+}
+
 /* The ops applied to a jansson tree. Returns false when one must be refused. */
 static bool oracle_ops(json_t *root, json_t *ops) {
   size_t i;
-  json_t *op;
+  json_t *op, *mop = NULL, *gop = NULL;
   json_array_foreach(ops, i, op) {
+    if (is_op(op, "multiply", "train_micro_batch_size_per_gpu")) mop = op;
+    if (is_op(op, "multiply", "gradient_accumulation_steps")) gop = op;
+  }
+  bool batch_done = false;
+  json_array_foreach(ops, i, op) {
+    if (mop && (op == mop || op == gop)) {
+      if (!batch_done && !oracle_batch(root, mop, gop)) return false;
+      batch_done = true;
+      continue;
+    }
+    if (is_op(op, "multiply", "train_batch_size")) return false;
+    if (op == gop && json_is_number(json_object_get(root, "train_batch_size"))) return false;
     const char *kind = json_string_value(json_object_get(op, "op"));
     char parts[16][128];
     int n = split_path(json_string_value(json_object_get(op, "path")), parts);
@@ -718,18 +982,25 @@ static size_t line_core(const char *s, size_t n) {
 
 typedef struct prop_stats {
   int configs, pairs, plans, refusals, line_checks;
-  const char *reason_names[8];
-  int reason_counts[8];
+  const char *reason_names[10];
+  int reason_counts[10];
 } prop_stats_t;
 
 static void count_reason(prop_stats_t *st, const char *msg) {
-  static const char *const names[] = {
-      "precondition not met", "already applied", "value is \"auto\"", "not an object",
-      "not a number",         "is absent",       "already exists",    "other"};
+  static const char *const names[] = {"precondition not met",
+                                      "already applied",
+                                      "value is \"auto\"",
+                                      "not an object",
+                                      "not a number",
+                                      "is absent",
+                                      "already exists",
+                                      "cannot shrink the micro batch",
+                                      "accumulation_steps alone",
+                                      "other"};
   int k = 0;
-  while (k < 7 && !strstr(msg, names[k]))
+  while (k < 9 && !strstr(msg, names[k]))
     k++;
-  if (k == 7) fprintf(stderr, "unclassified refusal: %s\n", msg);
+  if (k == 9) fprintf(stderr, "unclassified refusal: %s\n", msg);
   st->reason_names[k] = names[k];
   st->reason_counts[k]++;
 }
@@ -1095,7 +1366,7 @@ static void test_properties(void) {
          "%zu fixed) = %d pairs: %d plans, %d refusals, %d result lines checked\n",
          st.configs, patches.len, from_rules, files, patches.len - from_rules, st.pairs, st.plans,
          st.refusals, st.line_checks);
-  for (int k = 0; k < 8; k++)
+  for (int k = 0; k < 10; k++)
     if (st.reason_counts[k]) printf("  refused, %s: %d\n", st.reason_names[k], st.reason_counts[k]);
   printf("  reader vs jansson on %d mutated texts: %d agree, %d accepted\n", NCONFIGS * 60, agree,
          accepted);
@@ -1114,6 +1385,7 @@ int main(void) {
   test_remove();
   test_rename();
   test_multiply();
+  test_batch_identity();
   test_preconditions();
   test_apply();
   test_properties();
