@@ -5,9 +5,26 @@
  * zero_optimization the model-state memory estimate of the config. */
 #include "ddx/lsp.h"
 
+#include "ddx/report.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Markdown from rule packs and logs (ddx_sb_put_md): the catalog's prose
+ * keeps its `code` spans; values from a log are plain text or one code
+ * span; none can add a link, an image, HTML or a heading. */
+static void md_prose(ddx_sb_t *b, const char *s) {
+  if (s) ddx_sb_put_md(b, s, strlen(s), true);
+}
+
+static void md_text(ddx_sb_t *b, const char *s) {
+  if (s) ddx_sb_put_md(b, s, strlen(s), false);
+}
+
+static void md_code(ddx_sb_t *b, const char *s) {
+  ddx_sb_put_md_code(b, s ? s : "", s ? strlen(s) : 0);
+}
 
 static json_t *lsp_markup(const char *md, json_t *range) {
   json_t *h = json_pack("{s:{s:s, s:o}}", "contents", "kind", "markdown", "value",
@@ -40,7 +57,8 @@ static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t of
         if (md) ddx_sb_printf(&b, "\n---\n\n%s", md);
         free(md);
       } else {
-        ddx_sb_printf(&b, "\n---\n\nNo memory estimate: %s\n", err.msg);
+        ddx_sb_puts(&b, "\n---\n\nNo memory estimate: "), md_text(&b, err.msg),
+            ddx_sb_puts(&b, "\n");
       }
       ddx_dscheck_result_free(&res);
     }
@@ -57,9 +75,11 @@ static void lsp_md_list(ddx_sb_t *b, const char *title, const ddx_strs_t *l, boo
   ddx_sb_printf(b, "\n**%s**\n\n", title);
   for (size_t i = 0; i < l->n; i++) {
     if (numbered)
-      ddx_sb_printf(b, "%zu. %s\n", i + 1, l->v[i]);
+      ddx_sb_printf(b, "%zu. ", i + 1);
     else
-      ddx_sb_printf(b, "- %s\n", l->v[i]);
+      ddx_sb_puts(b, "- ");
+    md_prose(b, l->v[i]);
+    ddx_sb_puts(b, "\n");
   }
 }
 
@@ -70,11 +90,19 @@ static void lsp_md_facts(ddx_sb_t *b, const ddx_hit_t *h) {
   const char *tried = ddx_hit_fact(h, "tried"), *gpu = ddx_hit_fact(h, "gpu");
   const char *total = ddx_hit_fact(h, "total"), *fr = ddx_hit_fact(h, "free");
   ddx_sb_puts(b, "\n**This occurrence:** ");
-  if (tried && total && fr)
-    ddx_sb_printf(b, "tried to allocate %s on GPU %s: %s total, %s free. ", tried,
-                  gpu && *gpu ? gpu : "?", total, fr);
-  for (uint16_t i = 0; i < h->nfacts; i++)
-    ddx_sb_printf(b, "%s`%s` = %s", i ? ", " : "", h->facts[i].name, h->facts[i].value);
+  if (tried && total && fr) {
+    ddx_sb_puts(b, "tried to allocate "), md_text(b, tried);
+    ddx_sb_puts(b, " on GPU "), md_text(b, gpu && *gpu ? gpu : "?");
+    ddx_sb_puts(b, ": "), md_text(b, total);
+    ddx_sb_puts(b, " total, "), md_text(b, fr);
+    ddx_sb_puts(b, " free. ");
+  }
+  for (uint16_t i = 0; i < h->nfacts; i++) {
+    ddx_sb_puts(b, i ? ", " : "");
+    md_code(b, h->facts[i].name);
+    ddx_sb_puts(b, " = ");
+    md_code(b, h->facts[i].value); /* verbatim, as the log has it */
+  }
   ddx_sb_puts(b, "\n");
 }
 
@@ -82,7 +110,7 @@ static void lsp_md_facts(ddx_sb_t *b, const ddx_hit_t *h) {
  * would separate the first two. */
 static void lsp_md_differential(ddx_sb_t *b, const ddx_diagnosis_t *d) {
   const ddx_incident_t *p = d->incidents;
-  if (p->phase) ddx_sb_printf(b, "\n**Phase** %s\n", p->phase->title);
+  if (p->phase) ddx_sb_puts(b, "\n**Phase** "), md_prose(b, p->phase->title), ddx_sb_puts(b, "\n");
   if (p->inferred) ddx_sb_puts(b, "\n_Inferred from a traceback cut before its error line._\n");
   bool head = false;
   for (size_t i = 0; i < d->ndifferential; i++) {
@@ -90,10 +118,12 @@ static void lsp_md_differential(ddx_sb_t *b, const ddx_diagnosis_t *d) {
     if (c->rule == p->rule || c->score < 0.05) continue;
     if (!head) ddx_sb_puts(b, "\n**Also possible**\n\n");
     head = true;
-    ddx_sb_printf(b, "- `%s` (%.2f)%s%s\n", c->rule->id, c->score, c->npro ? ": " : "",
-                  c->npro ? c->pro[0] : "");
+    ddx_sb_printf(b, "- `%s` (%.2f)%s", c->rule->id, c->score, c->npro ? ": " : "");
+    if (c->npro) md_text(b, c->pro[0]);
+    ddx_sb_puts(b, "\n");
   }
-  if (d->separator) ddx_sb_printf(b, "\n**Tell apart** %s\n", d->separator);
+  if (d->separator)
+    ddx_sb_puts(b, "\n**Tell apart** "), md_text(b, d->separator), ddx_sb_puts(b, "\n");
 }
 
 static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line) {
@@ -136,8 +166,13 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
   ddx_sb_t b;
   ddx_sb_init(&b);
   char *href = ddx_lsp_rule_href(r->cat, rule);
-  ddx_sb_printf(&b, "### %s\n\n[`%s`](%s) · %s · %s\n\n", rule->title, rule->id, href ? href : "",
-                ddx_severity_name((int)rule->severity), rule->phase ? rule->phase : "");
+  ddx_sb_puts(&b, "### ");
+  md_prose(&b, rule->title);
+  /* the id matches ^[a-z0-9]+(\.[a-z0-9-]+)+$; the href is ours or a file URI */
+  ddx_sb_printf(&b, "\n\n[`%s`](<%s>) · %s · ", rule->id, href ? href : "",
+                ddx_severity_name((int)rule->severity));
+  md_text(&b, rule->phase);
+  ddx_sb_puts(&b, "\n\n");
   free(href);
   char rs[200] = "";
   if (inc) {
@@ -148,34 +183,40 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
       ddx_sb_printf(&b, "rank %d", inc->rank);
     else
       ddx_sb_puts(&b, "an unknown rank");
-    if (inc->hit->meta.host[0]) ddx_sb_printf(&b, " (host %s)", inc->hit->meta.host);
+    if (inc->hit->meta.host[0])
+      ddx_sb_puts(&b, " (host "), md_text(&b, inc->hit->meta.host), ddx_sb_puts(&b, ")");
     ddx_sb_printf(&b, ", confidence %.2f; %llu event%s on ranks %s.\n", inc->confidence,
                   (unsigned long long)inc->count, inc->count == 1 ? "" : "s", rs[0] ? rs : "?");
-    if (inc->rank_note) ddx_sb_printf(&b, "\n_%s_\n", inc->rank_note);
+    if (inc->rank_note) ddx_sb_puts(&b, "\n_"), md_text(&b, inc->rank_note), ddx_sb_puts(&b, "_\n");
   } else if (coll) {
     ddx_rankset_format(&coll->ranks, rs, sizeof rs);
-    ddx_sb_printf(&b, "**Collateral** of `%s` (line %llu): %llu event%s on ranks %s. %s\n",
+    ddx_sb_printf(&b, "**Collateral** of `%s` (line %llu): %llu event%s on ranks %s. ",
                   of->rule->id, (unsigned long long)of->hit->line, (unsigned long long)coll->count,
-                  coll->count == 1 ? "" : "s", rs[0] ? rs : "?", coll->why ? coll->why : "");
+                  coll->count == 1 ? "" : "s", rs[0] ? rs : "?");
+    md_prose(&b, coll->why);
+    ddx_sb_puts(&b, "\n");
   } else {
     ddx_sb_puts(&b, "Matched line (not the diagnosis of this log).\n");
   }
   if (hit) lsp_md_facts(&b, hit);
   if (inc == r->diag.incidents) lsp_md_differential(&b, &r->diag);
-  if (rule->summary) ddx_sb_printf(&b, "\n**Summary** %s\n", rule->summary);
-  if (rule->mechanism) ddx_sb_printf(&b, "\n**Why** %s\n", rule->mechanism);
+  if (rule->summary)
+    ddx_sb_puts(&b, "\n**Summary** "), md_prose(&b, rule->summary), ddx_sb_puts(&b, "\n");
+  if (rule->mechanism)
+    ddx_sb_puts(&b, "\n**Why** "), md_prose(&b, rule->mechanism), ddx_sb_puts(&b, "\n");
   lsp_md_list(&b, "Confirm", &rule->checklist, false);
   lsp_md_list(&b, "Fix", &rule->fix, true);
-  if (rule->verify) ddx_sb_printf(&b, "\n**Verify** %s\n", rule->verify);
+  if (rule->verify)
+    ddx_sb_puts(&b, "\n**Verify** "), md_prose(&b, rule->verify), ddx_sb_puts(&b, "\n");
   if (inc && inc->nmissing) {
     ddx_sb_puts(&b, "\n**Missing facts**\n\n");
     for (size_t i = 0; i < inc->nmissing; i++)
-      ddx_sb_printf(&b, "- %s\n", inc->missing[i]);
+      ddx_sb_puts(&b, "- "), md_prose(&b, inc->missing[i]), ddx_sb_puts(&b, "\n");
   }
   if (rule->related.n) {
     ddx_sb_puts(&b, "\n**Related:** ");
     for (size_t i = 0; i < rule->related.n; i++)
-      ddx_sb_printf(&b, "%s`%s`", i ? ", " : "", rule->related.v[i]);
+      ddx_sb_puts(&b, i ? ", " : ""), md_code(&b, rule->related.v[i]);
     ddx_sb_puts(&b, "\n");
   }
   json_t *range = line < r->text->nlines ? ddx_lsp_line_range(r->text, s->encoding, line) : NULL;
