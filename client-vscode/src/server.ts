@@ -149,7 +149,9 @@ export class DdxServer implements vscode.Disposable {
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: { ddx: serverSettings(this.notice) },
-      synchronize: { configurationSection: 'ddx' },
+      // JSON files changed on disk (a ds_config edited outside the editor) reach the
+      // server's config index as workspace/didChangeWatchedFiles.
+      synchronize: { configurationSection: 'ddx', fileEvents: vscode.workspace.createFileSystemWatcher('**/*.json') },
       // The settings sent on a change are the ones read here (machine settings: the user's
       // value only), not VS Code's merged view of the section.
       middleware: {

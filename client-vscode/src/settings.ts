@@ -9,6 +9,7 @@ export interface ServerSettings {
   model: { parameters: number | null };
   world: { size: number | null };
   diagnoseFile: { allowOutsideWorkspace: boolean };
+  hang: { stallSeconds: number };
 }
 
 /**
@@ -157,6 +158,11 @@ function num(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
+/** ddx.hang.stallSeconds: how long a growing log may be quiet before its hang shows. */
+export function stallSeconds(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= 86400 ? v : 60;
+}
+
 export function serverSettings(notice?: IgnoredNotice): ServerSettings {
   const c = vscode.workspace.getConfiguration('ddx');
   const extra = machineSetting<unknown>('rules.extraPaths', notice);
@@ -169,6 +175,7 @@ export function serverSettings(notice?: IgnoredNotice): ServerSettings {
     model: { parameters: num(c.get<unknown>('model.parameters')) },
     world: { size: ws !== null ? Math.trunc(ws) : null },
     diagnoseFile: { allowOutsideWorkspace: machineSetting<unknown>('diagnoseFile.allowOutsideWorkspace', notice) === true },
+    hang: { stallSeconds: stallSeconds(c.get<unknown>('hang.stallSeconds')) },
   };
 }
 
