@@ -886,6 +886,9 @@ static void lsp_rule_actions(ddx_lsp_server_t *s, const ddx_rule_t *rule, json_t
  * a patch whose range meets [a, b], or those of the diagnostics sent. */
 static void lsp_config_actions(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t a, size_t b,
                                json_t *ctx, json_t *out) {
+  /* a JSON document that is no DeepSpeed config has no findings to fix:
+   * not re-checked at every cursor move */
+  if (!d->cfg_published && !ddx_lsp_cfg_doc_is_ds(d, NULL)) return;
   const ddx_dscheck_t *schema =
       d->text->len <= DDX_LSP_CFG_MAX_BYTES ? ddx_lsp_cfg_schema(s) : NULL;
   if (!schema) return;

@@ -36,6 +36,8 @@ static json_t *lsp_markup(const char *md, json_t *range) {
 /* A ds_config key: its documentation from the schema; on
  * zero_optimization also the model-state estimate for this config. */
 static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t off) {
+  /* only a DeepSpeed config (by name, or checked as one): not a vocab.json */
+  if (!d->cfg_published && !ddx_lsp_cfg_doc_is_ds(d, NULL)) return json_null();
   size_t ks = 0, ke = 0;
   char *path = ddx_lsp_json_key_at(d->text->data, d->text->len, off, &ks, &ke);
   if (!path) return json_null();

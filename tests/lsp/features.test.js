@@ -457,7 +457,7 @@ test('didChangeConfiguration: extra rule folders reload the catalog; a broken on
   assert.match(p.diagnostics[0].codeDescription.href, /^file:\/\/.*custom\.widget-broke\.json$/);
   assert.match(p.diagnostics[0].message, /rank 2/);
   const h = await s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: 1, character: 3 } });
-  assert.match(h.contents.value, /`code` = 7/);
+  assert.match(h.contents.value, /`code` = `7`/);
   // A broken rule folder: an error message, the working catalog stays.
   const bad = tmpdir();
   fs.writeFileSync(path.join(bad, 'x.json'), '{"id": 1}');
