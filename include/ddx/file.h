@@ -19,10 +19,10 @@
 #include "ddx/util.h"
 
 /* Size caps per purpose (bytes). */
-#define DDX_FILE_CAP_RULE ((size_t)4 << 20)      /* one rule or phase table */
-#define DDX_FILE_CAP_CONFIG ((size_t)4 << 20)    /* ds_config.json, model config.json */
-#define DDX_FILE_CAP_EVENTS ((size_t)256 << 20)  /* an events file for ddx merge */
-#define DDX_FILE_CAP_DOCUMENT ((size_t)1 << 30)  /* a whole text kept in memory */
+#define DDX_FILE_CAP_RULE ((size_t)4 << 20)     /* one rule or phase table */
+#define DDX_FILE_CAP_CONFIG ((size_t)4 << 20)   /* ds_config.json, model config.json */
+#define DDX_FILE_CAP_EVENTS ((size_t)256 << 20) /* an events file for ddx merge */
+#define DDX_FILE_CAP_DOCUMENT ((size_t)1 << 30) /* a whole text kept in memory */
 
 typedef struct ddx_file_opts {
   size_t max_bytes; /* refuse (DDX_EIO) a file larger than this; 0: no cap */

@@ -233,9 +233,9 @@ struct ddx_lsp_server {
   char *rules_default; /* the built-in catalog folder */
   char **extra_rules;  /* ddx.rules.extraPaths */
   size_t nextra_rules;
-  char *dsconfig_path; /* ddx.dsConfig.path */
-  bool allow_outside;  /* ddx.diagnoseFile.allowOutsideWorkspace */
-  double stall_s;      /* ddx.hang.stallSeconds: a growing log's hang is shown after this */
+  char *dsconfig_path;    /* ddx.dsConfig.path */
+  bool allow_outside;     /* ddx.diagnoseFile.allowOutsideWorkspace */
+  double stall_s;         /* ddx.hang.stallSeconds: a growing log's hang is shown after this */
   uv_timer_t stall_timer; /* fires when a held hang is due (lsp_diag.c) */
   bool stall_timer_on;
   double model_params; /* ddx.model.parameters */
@@ -245,10 +245,10 @@ struct ddx_lsp_server {
   /* ds_config checks */
   ddx_dscheck_t *dscheck; /* the schema, loaded on first use */
   bool dscheck_tried;
-  bool model_scanned;           /* the workspace was (or is being) searched for a model config.json */
-  void *model_job;              /* the search in flight on the pool (lsp_config.c), or NULL */
-  double model_ws_params;       /* its parameter count, 0 none */
-  char model_ws_from[512];      /* "config.json: num_parameters" */
+  bool model_scanned;      /* the workspace was (or is being) searched for a model config.json */
+  void *model_job;         /* the search in flight on the pool (lsp_config.c), or NULL */
+  double model_ws_params;  /* its parameter count, 0 none */
+  char model_ws_from[512]; /* "config.json: num_parameters" */
   ddx_lsp_logfacts_t log_facts; /* from the last diagnosed log (ds_json unused) */
   char log_facts_from[256];     /* its name */
   ddx_lsp_catalog_t *cat;
