@@ -96,6 +96,29 @@ test('ddx.diagnoseFile: a FIFO is refused at once; a link out of the workspace i
   fs.rmSync(outside, { recursive: true });
 });
 
+test('ddx.diagnoseFile: a FIFO swapped in after the request is refused by the worker, not waited on', async () => {
+  const ws = tmpdir();
+  const big = path.join(ws, 'big.log');
+  fs.closeSync(fs.openSync(big, 'w'));
+  fs.truncateSync(big, 1024 * 1024 * 1024); // sparse: keeps the one pool thread busy a while
+  const swap = path.join(ws, 'swap.log');
+  fs.writeFileSync(swap, OOM + '\n');
+  // one pool thread: the second request waits behind the first
+  const s = new Session({ env: { UV_THREADPOOL_SIZE: '1' } });
+  await s.initialize({ folders: [ws] });
+  const first = s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: [uri(big)] });
+  const second = s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: [uri(swap)] });
+  await new Promise((r) => setTimeout(r, 50)); // both requests are in
+  fs.rmSync(swap);
+  mkfifo(swap);
+  await first;
+  let t;
+  const timeout = new Promise((_, rej) => (t = setTimeout(() => rej(new Error('the swapped request was never answered')), 30000)));
+  await Promise.race([assert.rejects(second, /not a regular file/), timeout]).finally(() => clearTimeout(t));
+  assert.equal((await s.close()).code, 0);
+  fs.rmSync(ws, { recursive: true });
+});
+
 test('20,000 open logs: memory grows with the texts, not with a scanner per document', async (t) => {
   const s = new Session();
   await s.initialize({});
