@@ -618,6 +618,9 @@ static void lsp_dispatch(ddx_lsp_server_t *s, json_t *msg) {
   }
   const char *method = json_string_value(jmethod);
   json_t *params = json_object_get(msg, "params");
+  /* JSON-RPC lets params be omitted and many clients write null (eglot's
+   * shutdown): both mean "no params"; a handler that needs them says so. */
+  if (json_is_null(params)) params = NULL;
   bool is_request = id_ok;
   if (params && !json_is_object(params) && !json_is_array(params)) {
     if (is_request)

@@ -500,13 +500,17 @@ static bool lsp_ends_with(const char *s, const char *suffix) {
   return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
+/* A document's kind: its file name first (a .log is a log whatever
+ * languageId a one-language client such as eglot sends), then the
+ * languageId. */
 static int lsp_doc_kind(const char *uri, const char *language) {
   const char *base = ddx_lsp_basename(uri);
-  if (!strcmp(language, "json") || !strcmp(language, "jsonc") || lsp_ends_with(base, ".json"))
-    return DDX_LSP_DOC_JSON;
-  if (!strcmp(language, "log") || !strcmp(language, "plaintext") || lsp_ends_with(base, ".log") ||
-      lsp_ends_with(base, ".out") || lsp_ends_with(base, ".err") || !strncmp(base, "slurm-", 6))
+  if (lsp_ends_with(base, ".log") || lsp_ends_with(base, ".out") || lsp_ends_with(base, ".err") ||
+      !strncmp(base, "slurm-", 6))
     return DDX_LSP_DOC_LOG;
+  if (lsp_ends_with(base, ".json") || lsp_ends_with(base, ".jsonc")) return DDX_LSP_DOC_JSON;
+  if (!strcmp(language, "json") || !strcmp(language, "jsonc")) return DDX_LSP_DOC_JSON;
+  if (!strcmp(language, "log") || !strcmp(language, "plaintext")) return DDX_LSP_DOC_LOG;
   return DDX_LSP_DOC_OTHER;
 }
 

@@ -3,7 +3,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
-const { Session, Raw, withTimeout } = require('./lib');
+const { Session, Raw, withTimeout, EXAMPLE } = require('./lib');
 
 test('initialize advertises the features and shutdown + exit ends with 0', async () => {
   const s = new Session();
@@ -324,4 +324,29 @@ test('big messages: escapes decoded as JSON says; bad big strings are -32700', a
   assert.equal((await r.response(4)).result.id, 'ds.oom.activations');
   assert.equal((await r.close()).code, 0);
   fs.rmSync(dir, { recursive: true });
+});
+
+test('params null or absent where they are optional (eglot): initialized, shutdown and exit are accepted', async () => {
+  const r = new Raw();
+  await r.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: null, capabilities: {} } });
+  await r.response(1);
+  await r.send({ jsonrpc: '2.0', method: 'initialized', params: null });
+  // a request whose params are required still says what is missing
+  await r.send({ jsonrpc: '2.0', id: 2, method: 'textDocument/hover', params: null });
+  assert.equal((await r.response(2)).error.code, -32602);
+  await r.send({ jsonrpc: '2.0', id: 3, method: 'shutdown', params: null });
+  const sd = await r.response(3);
+  assert.equal(sd.error, undefined, JSON.stringify(sd));
+  assert.equal(sd.result, null);
+  await r.send({ jsonrpc: '2.0', method: 'exit', params: null });
+  assert.equal((await withTimeout(r.exited, 5000, 'exit')).code, 0);
+});
+
+test('a .log document is a log whatever languageId a one-language client sends', async () => {
+  const s = new Session();
+  await s.initialize();
+  const u = await s.open(EXAMPLE, { languageId: 'json', docUri: 'file:///ws/train.log' });
+  const p = await s.diagnosticsFor(u);
+  assert.equal(p.diagnostics[0].code, 'ds.oom.zero3-gather');
+  assert.equal((await s.close()).code, 0);
 });
