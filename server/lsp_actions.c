@@ -68,19 +68,6 @@
 #define LSP_CFG_FRESH_NS ((uint64_t)2000000000u) /* a snapshot older than this is refreshed */
 #define LSP_CFG_MAX_WAITS 3 /* refreshes a request waits through before it is answered anyway */
 
-bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path) {
-  char *real = realpath(path, NULL);
-  if (!real) return false;
-  bool in = false;
-  for (size_t i = 0; i < s->nfolders && !in; i++) {
-    size_t n = strlen(s->folders[i]);
-    in = !strncmp(real, s->folders[i], n) &&
-         (real[n] == '/' || real[n] == 0 || (n == 1 && s->folders[i][0] == '/'));
-  }
-  free(real);
-  return in;
-}
-
 /* A ds_config candidate: its text (open document or file), URI and the
  * document version when open. */
 typedef struct lsp_cfgsrc {

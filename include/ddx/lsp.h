@@ -318,7 +318,6 @@ json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call)
 
 /* lsp_actions.c */
 json_t *ddx_lsp_code_action(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
-bool ddx_lsp_path_in_workspace(const ddx_lsp_server_t *s, const char *path);
 /* The workspace config index behind log quick fixes (built on the thread
  * pool; see lsp_actions.c). Invalidate: the files may have changed
  * (didChangeWatchedFiles, folders, settings). doc_event: a document was
