@@ -6,7 +6,7 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format clang libclang-rt-14-dev nodejs neovim valgrind
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format clang libclang-rt-14-dev nodejs neovim emacs-nox elpa-eglot valgrind
 DEMO_LOG   := examples/zero3-oom-8gpu.log
 
 all: build

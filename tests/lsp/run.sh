@@ -20,6 +20,7 @@ DDX="$ddx" timeout -k 10 1200 node --test --test-reporter=spec --test-timeout=24
 node_rc=$?
 "$here/nvim_diag.sh" "$ddx" 2>&1 | grep -v '^#   [{/]'
 nvim_rc=${PIPESTATUS[0]}
-if [ $node_rc = 0 ] && [ $nvim_rc = 0 ]; then echo "lsp tests: all passed"; exit 0; fi
-echo "lsp tests: FAILED (node $node_rc, neovim $nvim_rc)"
+"$root/tests/emacs/run.sh" "$ddx"; emacs_rc=$?
+if [ $node_rc = 0 ] && [ $nvim_rc = 0 ] && [ $emacs_rc = 0 ]; then echo "lsp tests: all passed"; exit 0; fi
+echo "lsp tests: FAILED (node $node_rc, neovim $nvim_rc, emacs $emacs_rc)"
 exit 1
