@@ -313,13 +313,19 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
       json_t *cloc = lsp_loc(s, uri, t, c->first->line);
       snprintf(rm, sizeof rm, "collateral: %s, %llu event%s, %s%s", c->rule->id,
                (unsigned long long)c->count, c->count == 1 ? "" : "s",
-               rs[0] ? "ranks " : "rank unknown", rs);
+               c->ranks.n > 1 ? "ranks "
+               : c->ranks.n   ? "rank "
+                              : "rank unknown",
+               c->ranks.n ? rs : "");
       json_array_append_new(related, json_pack("{s:O, s:o}", "location", cloc, "message",
                                                ddx_lsp_jstr(rm, strlen(rm))));
       snprintf(cm, sizeof cm, "Collateral of %s (%s, line %llu): %s; %llu event%s, %s%s. %s",
                rule->id, rank, (unsigned long long)inc->hit->line, c->rule->title,
                (unsigned long long)c->count, c->count == 1 ? "" : "s",
-               rs[0] ? "ranks " : "rank unknown", rs, c->why ? c->why : "");
+               c->ranks.n > 1 ? "ranks "
+               : c->ranks.n   ? "rank "
+                              : "rank unknown",
+               c->ranks.n ? rs : "", c->why ? c->why : "");
       json_t *cd = lsp_diag_base(r->cat, c->rule, json_incref(json_object_get(cloc, "range")), 3,
                                  cm, (int)i, "collateral");
       json_decref(cloc);

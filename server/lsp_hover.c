@@ -187,14 +187,22 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
       ddx_sb_puts(&b, "an unknown rank");
     if (inc->hit->meta.host[0])
       ddx_sb_puts(&b, " (host "), md_text(&b, inc->hit->meta.host), ddx_sb_puts(&b, ")");
-    ddx_sb_printf(&b, ", confidence %.2f; %llu event%s on ranks %s.\n", inc->confidence,
-                  (unsigned long long)inc->count, inc->count == 1 ? "" : "s", rs[0] ? rs : "?");
+    ddx_sb_printf(&b, ", confidence %.2f; %llu event%s on %s%s.\n", inc->confidence,
+                  (unsigned long long)inc->count, inc->count == 1 ? "" : "s",
+                  inc->ranks.n > 1 ? "ranks "
+                  : inc->ranks.n   ? "rank "
+                                   : "rank unknown",
+                  inc->ranks.n ? rs : "");
     if (inc->rank_note) ddx_sb_puts(&b, "\n_"), md_text(&b, inc->rank_note), ddx_sb_puts(&b, "_\n");
   } else if (coll) {
     ddx_rankset_format(&coll->ranks, rs, sizeof rs);
-    ddx_sb_printf(&b, "**Collateral** of `%s` (line %llu): %llu event%s on ranks %s. ",
-                  of->rule->id, (unsigned long long)of->hit->line, (unsigned long long)coll->count,
-                  coll->count == 1 ? "" : "s", rs[0] ? rs : "?");
+    ddx_sb_printf(&b, "**Collateral** of `%s` (line %llu): %llu event%s on %s%s. ", of->rule->id,
+                  (unsigned long long)of->hit->line, (unsigned long long)coll->count,
+                  coll->count == 1 ? "" : "s",
+                  coll->ranks.n > 1 ? "ranks "
+                  : coll->ranks.n   ? "rank "
+                                    : "rank unknown",
+                  coll->ranks.n ? rs : "");
     md_prose(&b, coll->why);
     ddx_sb_puts(&b, "\n");
   } else {

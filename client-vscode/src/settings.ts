@@ -40,7 +40,15 @@ export function machineSetting<T>(key: MachineSetting, notice?: IgnoredNotice): 
   if (!i) return undefined;
   const fromWorkspace = [i.workspaceValue, i.workspaceFolderValue, i.workspaceLanguageValue, i.workspaceFolderLanguageValue];
   if (notice && fromWorkspace.some((v) => v !== undefined)) notice(`ddx.${key}`);
+  // Restricted Mode (package.json "restrictedConfigurations"): the defaults only, so the server
+  // is the bundled (or PATH) binary and no other program, rule folder or outside file is used.
+  if (!workspaceTrusted()) return i.defaultValue;
   return i.globalValue !== undefined ? i.globalValue : i.defaultValue;
+}
+
+/** vscode.workspace.isTrusted; true on hosts without workspace trust. */
+export function workspaceTrusted(): boolean {
+  return vscode.workspace.isTrusted !== false;
 }
 
 /** Drops // and /* *\/ comments and trailing commas outside strings: settings files are JSONC. */
