@@ -35,7 +35,7 @@ test('a session under valgrind memcheck is clean', { skip: (!hasValgrind && 'val
   // a request still running at shutdown is answered, then everything closes
   const pending = s.request('workspace/executeCommand', { command: 'ddx.diagnoseText', arguments: ['z'.repeat(4 << 20)] }).catch((e) => e.code);
   await s.notify('textDocument/didClose', { textDocument: { uri: u } });
-  const { code } = await s.close();
+  const { code } = await s.close(60000);
   assert.equal(code, 0, s.stderr);
   const r = await pending;
   assert.ok(r === -32800 || (r && r.incidents), String(r));
