@@ -40,9 +40,8 @@ export function machineSetting<T>(key: MachineSetting, notice?: IgnoredNotice): 
   if (!i) return undefined;
   const fromWorkspace = [i.workspaceValue, i.workspaceFolderValue, i.workspaceLanguageValue, i.workspaceFolderLanguageValue];
   if (notice && fromWorkspace.some((v) => v !== undefined)) notice(`ddx.${key}`);
-  // Restricted Mode (package.json "restrictedConfigurations"): the defaults only, so the server
-  // is the bundled (or PATH) binary and no other program, rule folder or outside file is used.
-  if (!workspaceTrusted()) return i.defaultValue;
+  // Trusted or not (Restricted Mode, package.json "restrictedConfigurations"), only the user's own
+  // value or the default counts: a workspace never chooses the program, rule folder or outside file.
   return i.globalValue !== undefined ? i.globalValue : i.defaultValue;
 }
 

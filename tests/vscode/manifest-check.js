@@ -138,18 +138,20 @@ if (!fs.existsSync(out)) {
   check(/didChangeConfiguration: \(\) =>\s*client\.sendNotification\(DidChangeConfigurationNotification\.type, \{ settings: \{ ddx: serverSettings\(/.test(serverSrc),
     'a settings change sends serverSettings() too (expanded paths), not VS Code\'s raw section');
 
-  // Restricted Mode: the machine settings keep their defaults, even the user's own values
+  // Restricted Mode: the user's own values of the machine settings (the issue: "the bundled
+  // server runs with the user's settings only"); workspace values never count, trusted or not
   vscode.workspace.isTrusted = false;
   inspected = {
-    'server.path': { defaultValue: '', globalValue: '/usr/bin/ddx' },
-    'rules.extraPaths': { defaultValue: [], globalValue: ['/home/me/rules'] },
+    'server.path': { defaultValue: '', globalValue: '/usr/bin/ddx', workspaceValue: '/repo/evil.sh' },
+    'rules.extraPaths': { defaultValue: [], globalValue: ['/home/me/rules'], workspaceValue: ['/repo/rules'] },
     'dsConfig.path': { defaultValue: '', globalValue: '/home/me/ds_config.json' },
-    'diagnoseFile.allowOutsideWorkspace': { defaultValue: false, globalValue: true },
+    'diagnoseFile.allowOutsideWorkspace': { defaultValue: false, workspaceValue: true },
     'world.size': { globalValue: 8 },
   };
   const un = s.serverSettings();
-  check(s.serverPathSetting() === '' && un.rules.extraPaths.length === 0 && un.dsConfig.path === null && un.diagnoseFile.allowOutsideWorkspace === false,
-    `an untrusted workspace: the restricted settings keep their defaults (got ${JSON.stringify({ p: s.serverPathSetting(), ...un })})`);
+  check(s.serverPathSetting() === '/usr/bin/ddx' && un.rules.extraPaths.length === 1 && un.rules.extraPaths[0] === '/home/me/rules' &&
+    un.diagnoseFile.allowOutsideWorkspace === false,
+    `an untrusted workspace: the user's values, never the workspace's (got ${JSON.stringify({ p: s.serverPathSetting(), ...un })})`);
   check(un.world.size === 8, 'an untrusted workspace: the other settings still apply');
   vscode.workspace.isTrusted = true;
   check(s.serverPathSetting() === '/usr/bin/ddx', 'a trusted workspace: the user value of ddx.server.path again');
@@ -165,7 +167,7 @@ check(JSON.stringify([...(untrusted.restrictedConfigurations || [])].sort()) ===
 check(caps.virtualWorkspaces !== undefined, 'capabilities.virtualWorkspaces is declared');
 const extSrc = fs.readFileSync(path.join(root, 'client-vscode', 'src', 'extension.ts'), 'utf8');
 check(/onDidGrantWorkspaceTrust/.test(extSrc), 'the extension restarts its server when the workspace becomes trusted');
-check(/if \(!workspaceTrusted\(\)\) return i\.defaultValue;/.test(src), 'settings.ts: machineSetting() gives the default in Restricted Mode');
+check(!/if \(!workspaceTrusted\(\)\)/.test(src), 'settings.ts: machineSetting() reads the user value the same way in Restricted Mode');
 
 // ------------------------------------------------------------ 4. the $ddx problem matcher
 const matchers = pkg.contributes.problemMatchers || [];
