@@ -144,29 +144,15 @@ static uint64_t now_ms(void) {
   return uv_hrtime() / 1000000u;
 }
 
-/* s on f for a terminal: text from a rule pack, a log or a file name.
- * Each control character (C0 but tab, DEL, C1 U+0080-U+009F) is shown
- * escaped (\x1b, \u009b), and each byte that does not start valid UTF-8
- * as \xff, so such text cannot move the cursor, set a title or hide what
- * follows; valid UTF-8 is kept. (The same rule as report.c's renderings.) */
+/* s on f for a terminal: text from a rule pack, a log or a file name,
+ * escaped as the report's renderings escape it (ddx_sb_put_term). */
 static void put_term(FILE *f, const char *s) {
   if (!s) return;
-  const unsigned char *u = (const unsigned char *)s;
-  size_t n = strlen(s), i = 0;
-  while (i < n) {
-    size_t k = u[i] < 0x80 ? 1 : ddx_utf8_len(u + i, n - i);
-    if (u[i] < 0x80 ? (u[i] >= 0x20 && u[i] != 0x7f) || u[i] == '\t'
-                    : k && !(k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0)) {
-      fwrite(u + i, 1, k, f);
-      i += k;
-    } else if (k == 2) {
-      fprintf(f, "\\u%04x", (unsigned)u[i + 1]); /* a C1 control */
-      i += 2;
-    } else {
-      fprintf(f, "\\x%02x", (unsigned)u[i]);
-      i++;
-    }
-  }
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_put_term(&b, s, strlen(s));
+  if (b.s) fputs(b.s, f);
+  ddx_sb_free(&b);
 }
 
 /* "ddx: [what: ]text" on stderr, the text escaped. */
