@@ -374,18 +374,25 @@ static bool told_by_clock(const ddx_incident_t *inc) {
   return inc->rule->trigger == DDX_TRIGGER_NO_ERROR;
 }
 
+/* Diagnoses what was fed so far into *d (false, with a warning, when it
+ * cannot); the hang kept for the stall report is taken again from it. */
+static bool diagnose_fed(live_t *lv, ddx_diagnosis_t *d) {
+  lv->dirty = false;
+  ddx_error_t err;
+  if (ddx_diagnose(d, &lv->scan, &err)) {
+    warn(NULL, err.msg);
+    return false;
+  }
+  lv->quiet.rule = NULL;
+  return true;
+}
+
 /* Diagnoses what was fed so far and reports incidents not reported yet.
  * The incidents of no-error rules are only kept for the stall report. */
 static void report_new(live_t *lv, bool final) {
   if (!lv->dirty && !final) return;
-  lv->dirty = false;
   ddx_diagnosis_t d;
-  ddx_error_t err;
-  if (ddx_diagnose(&d, &lv->scan, &err)) {
-    warn(NULL, err.msg);
-    return;
-  }
-  lv->quiet.rule = NULL;
+  if (!diagnose_fed(lv, &d)) return;
   bool new_failure = false;
   json_t *report = NULL;
   for (size_t i = 0; i < d.n; i++) {
@@ -450,14 +457,8 @@ static void report_new(live_t *lv, bool final) {
 /* ddx run: where the output so far says progress stopped (its hang
  * incident), for the stall report; nothing is reported. */
 static void refresh_quiet(live_t *lv) {
-  lv->dirty = false;
   ddx_diagnosis_t d;
-  ddx_error_t err;
-  if (ddx_diagnose(&d, &lv->scan, &err)) {
-    warn(NULL, err.msg);
-    return;
-  }
-  lv->quiet.rule = NULL;
+  if (!diagnose_fed(lv, &d)) return;
   for (size_t i = 0; i < d.n && !lv->quiet.rule; i++)
     if (d.incidents[i].severity != DDX_SEV_INFO && told_by_clock(&d.incidents[i]))
       keep_quiet(lv, &d.incidents[i]);
