@@ -357,7 +357,7 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
   );
 
   void ignored.checkWorkspaceFiles();
-  if (!workspaceTrusted()) output.info('Restricted Mode: logs are diagnosed with the bundled (or PATH) ddx and default settings; ddx.server.path, ddx.rules.extraPaths, ddx.dsConfig.path and ddx.diagnoseFile.allowOutsideWorkspace apply once the workspace is trusted');
+  if (!workspaceTrusted()) output.info('Restricted Mode: ddx only reads text, so logs are diagnosed as usual; ddx.server.path, ddx.rules.extraPaths, ddx.dsConfig.path and ddx.diagnoseFile.allowOutsideWorkspace come from your user settings only, as in a trusted workspace');
   void server.start();
 
   return {

@@ -17,7 +17,7 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
-import { expandPath, IgnoredNotice, serverPathSetting, serverSettings, workspaceTrusted } from './settings';
+import { expandPath, IgnoredNotice, serverPathSetting, serverSettings } from './settings';
 
 export type BinarySource = 'setting' | 'bundled' | 'PATH';
 
@@ -81,9 +81,7 @@ export function resolveBinary(extensionPath: string, notice?: IgnoredNotice): Re
   if (found) return { ok: true, binary: { path: found, source: 'PATH', env: { ...process.env } } };
   return {
     ok: false,
-    reason: `no ddx binary: none is bundled for ${process.platform}-${process.arch}, ${
-      workspaceTrusted() ? 'ddx.server.path is empty' : 'ddx.server.path applies only once the workspace is trusted (Restricted Mode)'
-    } and there is no ddx on PATH.`,
+    reason: `no ddx binary: none is bundled for ${process.platform}-${process.arch}, ddx.server.path is empty and there is no ddx on PATH.`,
   };
 }
 
