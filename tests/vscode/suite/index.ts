@@ -403,6 +403,10 @@ test('a task that runs `ddx diagnose` with the $ddx problem matcher puts its fin
   assert.ok(bin && fs.existsSync(bin), `the ddx binary (${bin})`);
   const folder = vscode.workspace.workspaceFolders?.[0];
   assert.ok(folder);
+  // the log open, with the language server's diagnostics (an earlier test's document may
+  // have been closed since: VS Code closes unshown documents when it likes)
+  await openLog(CORPUS);
+  await until("the language server's diagnostics", 15000, () => (ddxDiags(wsUri(CORPUS)).length ? true : undefined));
   const task = new vscode.Task({ type: 'shell' }, folder, 'ddx diagnose (e2e)', 'ddx',
     new vscode.ShellExecution(bin, ['diagnose', '--no-color', CORPUS], { cwd: WS }), ['$ddx']);
   const ended = nextEvent(vscode.tasks.onDidEndTaskProcess, 'the task', 20000, (e) => e.execution.task.name === task.name);
