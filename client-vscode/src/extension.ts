@@ -9,8 +9,7 @@ import { LOG_SCHEME, LogStore } from './logstore';
 import { DiagnosisPanel } from './panel';
 import { incidentHeadline, isReport, Report } from './report';
 import { DdxServer } from './server';
-import { failureLinkIn, textAroundLine } from './links';
-import { IgnoredSettings, workspaceTrusted } from './settings';
+import { IgnoredSettings } from './settings';
 import { FailedCommand, TerminalWatcher } from './terminal';
 
 /** What the extension returns from activate(): used by its tests, usable by other extensions. */
@@ -26,16 +25,6 @@ export interface DdxApi {
   diagnoseText(text: string, label?: string): Promise<Report>;
   /** The machine settings (ddx.server.path, ...) whose workspace value was ignored, with a notice. */
   ignoredSettings(): string[];
-  /** What a terminal link on `line` (in `terminal`, or none) does: diagnose it, show the view. */
-  diagnoseTerminalLine(line: string, terminal?: vscode.Terminal): Promise<Report | undefined>;
-  /** The bundled example log (the walkthrough opens it). */
-  readonly exampleUri: vscode.Uri;
-}
-
-/** A terminal link on a known failure line. */
-interface FailureLink extends vscode.TerminalLink {
-  line: string;
-  terminal: vscode.Terminal;
 }
 
 const STATUS_IDLE = '$(pulse) ddx';
@@ -261,38 +250,6 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
   };
 
   const watcher = new TerminalWatcher(onFailed, output);
-
-  // --- Terminal links: a known failure line (local markers, fast); activated, the server
-  // diagnoses the line with the terminal's recent output around it.
-  const diagnoseTerminalLine = async (line: string, terminal?: vscode.Terminal): Promise<Report | undefined> => {
-    const text = textAroundLine(line, terminal ? watcher.recentOutput(terminal) : undefined);
-    const name = terminal?.name ?? 'terminal';
-    const report = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: 'ddx: diagnosing…' },
-      () => diagnoseText(text),
-    );
-    const uri = logs.add('terminal', `${name}-link`, text);
-    publish({ report, source: { kind: 'virtual', uri, label: `terminal "${name}"` }, at: new Date() }, report.incidents.length > 0);
-    if (!report.incidents.length) noFailure('the terminal line');
-    return report;
-  };
-  const linkProvider: vscode.TerminalLinkProvider<FailureLink> = {
-    provideTerminalLinks: (context) => {
-      const m = failureLinkIn(context.line);
-      if (!m) return [];
-      return [{ startIndex: m.startIndex, length: m.length, tooltip: `ddx: diagnose this failure (${m.what})`, line: context.line, terminal: context.terminal }];
-    },
-    handleTerminalLink: (link) => {
-      void guard(diagnoseTerminalLine)(link.line, link.terminal);
-    },
-  };
-
-  // --- The walkthrough's example: a copy of examples/zero3-oom-8gpu.log shipped in media/
-  const exampleUri = vscode.Uri.joinPath(ctx.extensionUri, 'client-vscode', 'media', 'example', 'zero3-oom-8gpu.log');
-  const openExample = async (): Promise<vscode.TextEditor> => {
-    const doc = await vscode.workspace.openTextDocument(exampleUri);
-    return vscode.window.showTextDocument(doc, { preview: false });
-  };
   // A workspace value of a machine setting never reaches the extension: its files tell.
   const settingsWatcher = vscode.workspace.createFileSystemWatcher('**/.vscode/settings.json');
 
@@ -338,15 +295,6 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
       return server.restart();
     })),
     vscode.commands.registerCommand('ddx.showOutput', () => output.show(true)),
-    vscode.commands.registerCommand('ddx.openExample', guard(openExample)),
-    vscode.window.registerTerminalLinkProvider(linkProvider),
-    // Restricted Mode ran with the defaults of the machine settings (the bundled or PATH server):
-    // once the user trusts the workspace, their own settings apply.
-    vscode.workspace.onDidGrantWorkspaceTrust(() => {
-      output.info('the workspace is trusted now: restarting the server with the user settings');
-      catalog.invalidate();
-      void server.restart();
-    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('ddx')) void ignored.checkWorkspaceFiles();
       if (e.affectsConfiguration('ddx.server.path')) {
@@ -357,7 +305,6 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
   );
 
   void ignored.checkWorkspaceFiles();
-  if (!workspaceTrusted()) output.info('Restricted Mode: ddx only reads text, so logs are diagnosed as usual; ddx.server.path, ddx.rules.extraPaths, ddx.dsConfig.path and ddx.diagnoseFile.allowOutsideWorkspace come from your user settings only, as in a trusted workspace');
   void server.start();
 
   return {
@@ -370,8 +317,6 @@ export function activate(ctx: vscode.ExtensionContext): DdxApi {
     lastDiagnosis: () => last,
     diagnoseText: (text: string) => diagnoseText(text),
     ignoredSettings: () => ignored.ignored,
-    diagnoseTerminalLine,
-    exampleUri,
   };
 }
 

@@ -110,7 +110,6 @@ export class DdxServer implements vscode.Disposable {
   private readonly stateEmitter = new vscode.EventEmitter<void>();
   readonly onDidChangeState = this.stateEmitter.event;
   private starting: Promise<boolean> | undefined;
-  private restarting: Promise<boolean> = Promise.resolve(true);
   private commands: string[] = [];
 
   constructor(
@@ -197,14 +196,7 @@ export class DdxServer implements vscode.Disposable {
       });
   }
 
-  /** Restarts one at a time: a second settings change waits for the first restart to end. */
-  restart(): Promise<boolean> {
-    const next = this.restarting.catch(() => false).then(() => this.restartNow());
-    this.restarting = next;
-    return next;
-  }
-
-  private async restartNow(): Promise<boolean> {
+  async restart(): Promise<boolean> {
     const c = this.client;
     this.client = undefined;
     if (c) await c.dispose(2000).catch(() => undefined);

@@ -40,14 +40,7 @@ export function machineSetting<T>(key: MachineSetting, notice?: IgnoredNotice): 
   if (!i) return undefined;
   const fromWorkspace = [i.workspaceValue, i.workspaceFolderValue, i.workspaceLanguageValue, i.workspaceFolderLanguageValue];
   if (notice && fromWorkspace.some((v) => v !== undefined)) notice(`ddx.${key}`);
-  // Trusted or not (Restricted Mode, package.json "restrictedConfigurations"), only the user's own
-  // value or the default counts: a workspace never chooses the program, rule folder or outside file.
   return i.globalValue !== undefined ? i.globalValue : i.defaultValue;
-}
-
-/** vscode.workspace.isTrusted; true on hosts without workspace trust. */
-export function workspaceTrusted(): boolean {
-  return vscode.workspace.isTrusted !== false;
 }
 
 /** Drops // and /* *\/ comments and trailing commas outside strings: settings files are JSONC. */

@@ -33,8 +33,6 @@ async function copyLastCommandOutput(): Promise<string> {
 
 export class TerminalWatcher implements vscode.Disposable {
   private readonly readings = new Map<vscode.TerminalShellExecution, Reading>();
-  /** Each terminal's running or last command output (what a terminal link's diagnosis reads). */
-  private readonly latest = new Map<vscode.Terminal, BoundedText>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -46,7 +44,6 @@ export class TerminalWatcher implements vscode.Disposable {
     this.disposables.push(
       vscode.window.onDidStartTerminalShellExecution((e) => this.start(e)),
       vscode.window.onDidEndTerminalShellExecution((e) => void this.end(e)),
-      vscode.window.onDidCloseTerminal((t) => this.latest.delete(t)),
     );
   }
 
@@ -64,13 +61,6 @@ export class TerminalWatcher implements vscode.Disposable {
       }
     })();
     this.readings.set(e.execution, { buf, done });
-    this.latest.set(e.terminal, buf);
-  }
-
-  /** The output of the terminal's running or last command, as read (escapes removed), if any. */
-  recentOutput(t: vscode.Terminal): string | undefined {
-    const b = this.latest.get(t);
-    return b ? stripTerminalEscapes(b.text()) : undefined;
   }
 
   private async end(e: vscode.TerminalShellExecutionEndEvent): Promise<void> {
@@ -94,6 +84,5 @@ export class TerminalWatcher implements vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables) d.dispose();
     this.readings.clear();
-    this.latest.clear();
   }
 }

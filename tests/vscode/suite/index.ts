@@ -30,8 +30,6 @@ interface DdxApi {
   onDidDiagnoseTerminal: vscode.Event<{ command: FailedCommand; report: Report; message: string | undefined }>;
   lastDiagnosis(): { report: Report; source: { kind: string; label: string } } | undefined;
   ignoredSettings(): string[];
-  diagnoseTerminalLine(line: string, terminal?: vscode.Terminal): Promise<Report | undefined>;
-  exampleUri: vscode.Uri;
 }
 /** What the CLI says about the same files (tests/vscode/run.sh writes it with `ddx diagnose --format json`). */
 interface Expect {
@@ -363,66 +361,6 @@ test('the ds_config JSON schema flags a bad ds_config', async () => {
   const goodErr = vscode.languages.getDiagnostics(good.uri).filter((x) => x.source !== 'ddx' && x.severity === vscode.DiagnosticSeverity.Error);
   assert.strictEqual(goodErr.length, 0, goodErr.map((d) => d.message).join(' | '));
   await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
-}, 40000);
-
-test('the walkthrough opens the bundled example log; the Problems panel says "rank 5" and "rank unknown", never "ranks 5"', async () => {
-  await vscode.commands.executeCommand('ddx.openExample');
-  const ed = await until('the example editor', 10000, () => vscode.window.activeTextEditor);
-  assert.strictEqual(ed.document.uri.toString(), api.exampleUri.toString());
-  assert.match(ed.document.uri.path, /client-vscode\/media\/example\/zero3-oom-8gpu\.log$/);
-  const diags = await until('ddx diagnostics', 15000, () => (ddxDiags(ed.document.uri).length ? ddxDiags(ed.document.uri) : undefined));
-  const err = diags.find((d) => d.severity === vscode.DiagnosticSeverity.Error);
-  assert.ok(err && codeOf(err) === 'ds.oom.zero3-gather', 'the example is diagnosed');
-  const texts = diags.flatMap((d) => [d.message, ...(d.relatedInformation ?? []).map((r) => r.message)]);
-  for (const t of texts) {
-    assert.doesNotMatch(t, /ranks \d+(?![\d,-])/, `one rank is "rank N": ${t}`);
-    assert.doesNotMatch(t, /ranks \?|rank \?/, `no rank is "rank unknown": ${t}`);
-  }
-  const child = diags.find((d) => codeOf(d) === 'elastic.child-failed');
-  assert.ok(child && /rank 5\b/.test(child.message), `the collateral on one rank says "rank 5" (${child?.message})`);
-  const signal = diags.find((d) => codeOf(d) === 'elastic.collateral-signal');
-  assert.ok(signal && /rank unknown/.test(signal.message), `the collateral on no known rank says "rank unknown" (${signal?.message})`);
-  const watchdog = diags.find((d) => codeOf(d) === 'nccl.watchdog-timeout');
-  assert.ok(watchdog && /ranks 0-4,6-7/.test(watchdog.message), `several ranks are "ranks 0-4,6-7" (${watchdog?.message})`);
-});
-
-test('a failure line activated as a terminal link is diagnosed (with the terminal output) and shown', async () => {
-  const line = '[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.63 GiB. GPU 3 has a total capacity of 79.11 GiB of which 2.61 GiB is free.';
-  const rendered = nextEvent(api.panel.onDidRender, 'the diagnosis view', 10000);
-  const report = await api.diagnoseTerminalLine(line);
-  assert.ok(report && report.incidents.length > 0, 'a report with an incident');
-  assert.match(report.incidents[0].rule, /oom/, `an out-of-memory class (${report.incidents[0].rule})`);
-  assert.strictEqual(report.incidents[0].rank, 3);
-  await rendered;
-  assert.ok(api.panel.visible, 'the diagnosis view shows it');
-  assert.strictEqual(api.lastDiagnosis()?.source.kind, 'virtual');
-});
-
-test('a task that runs `ddx diagnose` with the $ddx problem matcher puts its findings in the Problems panel', async () => {
-  const bin = vscode.workspace.getConfiguration('ddx').get<string>('server.path') ?? '';
-  assert.ok(bin && fs.existsSync(bin), `the ddx binary (${bin})`);
-  const folder = vscode.workspace.workspaceFolders?.[0];
-  assert.ok(folder);
-  // the log open, with the language server's diagnostics (an earlier test's document may
-  // have been closed since: VS Code closes unshown documents when it likes)
-  await openLog(CORPUS);
-  await until("the language server's diagnostics", 15000, () => (ddxDiags(wsUri(CORPUS)).length ? true : undefined));
-  const task = new vscode.Task({ type: 'shell' }, folder, 'ddx diagnose (e2e)', 'ddx',
-    new vscode.ShellExecution(bin, ['diagnose', '--no-color', CORPUS], { cwd: WS }), ['$ddx']);
-  const ended = nextEvent(vscode.tasks.onDidEndTaskProcess, 'the task', 20000, (e) => e.execution.task.name === task.name);
-  await vscode.tasks.executeTask(task);
-  await ended;
-  const exp = expectations[CORPUS];
-  // its own owner and source: the language server's collection ("ddx") never replaces them
-  const fromTask = await until('the matcher\'s problem', 15000, () =>
-    vscode.languages.getDiagnostics(wsUri(CORPUS)).find((x) => x.source === 'ddx diagnose' && codeOf(x) === exp.rule),
-  ).catch((e: Error) => {
-    const all = vscode.languages.getDiagnostics(wsUri(CORPUS)).map((x) => `${x.source}/${codeOf(x)}@${x.range.start.line + 1}`);
-    throw new Error(`${e.message}; diagnostics there: ${all.join(', ')}`);
-  });
-  assert.ok(ddxDiags(wsUri(CORPUS)).length > 0, "the language server's diagnostics stay");
-  assert.strictEqual(fromTask.range.start.line + 1, exp.line, 'at the line the CLI names');
-  assert.strictEqual(fromTask.severity, vscode.DiagnosticSeverity.Error);
 }, 40000);
 
 test('a missing server gives a clear error and the server comes back when the path is fixed', async () => {
