@@ -47,7 +47,8 @@ static const char *const usage_text =
     "      diagnose a whole job from the event files each node's ddx wrote\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
-    "  rules check [DIR...]      validate rules, compile regexes, run every sample\n"
+    "  rules check [--strict] [DIR...]\n"
+    "                            validate rules, compile regexes, run every sample\n"
     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
     "  rules --literals          print every distinct prefilter literal (for rg -F -f)\n"
     "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
@@ -393,9 +394,15 @@ static bool run_sample(const ddx_catalog_t *cat, const ddx_rule_t *r, const ddx_
 static int cmd_rules(cli_t *c, int argc, char **argv) {
   if (argc == 0) return usage("rules needs list, check or --patterns");
   const char *sub = argv[0];
+  /* The built-in catalog (no folder named) must be a complete
+   * encyclopedia; a team's folder is held to it with --strict. */
+  bool strict = false;
   for (int i = 1; i < argc; i++)
-    if (c->nrule_dirs < MAX_RULE_DIRS && strcmp(argv[i], "--rules"))
+    if (!strcmp(argv[i], "--strict"))
+      strict = true;
+    else if (c->nrule_dirs < MAX_RULE_DIRS && strcmp(argv[i], "--rules"))
       c->rule_dirs[c->nrule_dirs++] = argv[i];
+  if (!c->nrule_dirs) strict = true;
   ddx_catalog_t *cat;
   int rc = load_catalog(c, &cat);
   if (rc) return rc;
@@ -427,7 +434,7 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
       for (size_t k = 0; k < cat->rules[i].nsigs; k++)
         printf("%s\n", cat->rules[i].sigs[k].regex);
   } else if (!strcmp(sub, "check")) {
-    size_t fails = 0, warns = 0, samples = 0;
+    size_t fails = 0, warns = 0, samples = 0, checks = 0;
     size_t pairs = ddx_prefilter_short_pairs(cat->prefilter);
     if (pairs > DDX_PREFILTER_SIMD_PAIRS) {
       printf("warning: the catalog's literals of 2-6 bytes need %zu distinct byte pairs (more than "
@@ -452,6 +459,21 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
           }
         }
       }
+      char miss[128];
+      checks += 1 + r->related.n;
+      if (ddx_rule_encyclopedia_missing(r, miss, sizeof miss)) {
+        cli_say(stdout, "%s: %s: %s: the encyclopedia's fields are missing: %s\n",
+                strict ? "FAIL" : "warning", r->file, r->id, miss);
+        if (strict) fails++;
+        warns += !strict;
+      }
+      for (size_t k = 0; k < r->related.n; k++)
+        if (!ddx_catalog_find(cat, r->related.v[k])) {
+          cli_say(stdout, "%s: %s: $.related[%zu]: \"%s\" is not in the catalog\n",
+                  strict ? "FAIL" : "warning", r->file, k, r->related.v[k]);
+          if (strict) fails++;
+          warns += !strict;
+        }
       for (size_t k = 0; k < r->npositive; k++) {
         char why[512];
         samples++;
@@ -473,7 +495,8 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
     }
     printf("%zu rules, %zu samples, %zu warnings, %zu failures (JIT %s)\n", cat->nrules, samples,
            warns, fails, cat->jit ? "on" : "off");
-    printf("%zu passed, %zu failed\n", samples - fails, fails);
+    checks += samples;
+    printf("%zu passed, %zu failed\n", checks - fails, fails);
     rc = fails ? 1 : 0;
   } else {
     rc = usage("unknown rules subcommand");

@@ -541,6 +541,73 @@ static int load_clues(load_ctx_t *lc, json_t *arr, ddx_rule_t *r) {
   return 0;
 }
 
+/* The encyclopedia's fields (ddx catalog): the family, code examples per
+ * stack, the cheapest confirmation, how it scales, whether inference is hit
+ * and the look-alike row. All optional here; `ddx rules check` requires
+ * them on the built-in catalog (ddx_rule_encyclopedia_missing). */
+static int load_encyclopedia(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
+  static const char *const families[] = {DDX_FAMILIES, NULL};
+  static const char *const stacks[] = {DDX_STACKS, NULL};
+  static const char *const langs[] = {"python", "json", "shell", "yaml", "text", NULL};
+  static const char *const affected[] = {"yes", "no", "partly", NULL};
+  int rc, e;
+  if (json_object_get(root, "family")) {
+    if ((rc = get_enum(lc, root, "family", families, 0, false, &e))) return rc;
+    r->family = families[e];
+  }
+  if ((rc = get_str(lc, root, "confirm", false, &r->confirm))) return rc;
+  if ((rc = get_str(lc, root, "scale", false, &r->scale))) return rc;
+  json_t *inf = json_object_get(root, "inference");
+  if (inf) {
+    static const char *const ikeys[] = {"affected", "note", NULL};
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".inference");
+    if (!json_is_object(inf)) return fail(lc, NULL, "expected an object {affected, note}");
+    if ((rc = check_keys(lc, inf, ikeys))) return rc;
+    if ((rc = get_enum(lc, inf, "affected", affected, 0, true, &e))) return rc;
+    r->inference_affected = affected[e];
+    if ((rc = get_str(lc, inf, "note", true, &r->inference_note))) return rc;
+    path_pop(lc, old);
+  }
+  json_t *cmp = json_object_get(root, "compare");
+  if (cmp) {
+    static const char *const ckeys[] = {"group", "where", "separates", NULL};
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".compare");
+    if (!json_is_object(cmp)) return fail(lc, NULL, "expected an object {group, where, separates}");
+    if ((rc = check_keys(lc, cmp, ckeys))) return rc;
+    if ((rc = get_str(lc, cmp, "group", true, &r->compare_group))) return rc;
+    if ((rc = get_str(lc, cmp, "where", true, &r->compare_where))) return rc;
+    if ((rc = get_str(lc, cmp, "separates", true, &r->compare_separates))) return rc;
+    path_pop(lc, old);
+  }
+  json_t *ex = json_object_get(root, "examples");
+  if (!ex) return 0;
+  if (!json_is_array(ex) || !json_array_size(ex))
+    return fail(lc, "examples", "expected a non-empty array of {stack, code, why}");
+  r->nexamples = json_array_size(ex);
+  r->examples = ddx_arena_alloc(&lc->cat->arena, r->nexamples * sizeof *r->examples);
+  if (!r->examples) return fail(lc, "examples", "out of memory");
+  for (size_t i = 0; i < r->nexamples; i++) {
+    static const char *const ekeys[] = {"stack", "title", "lang", "code", "why", NULL};
+    json_t *o = json_array_get(ex, i);
+    ddx_example_t *x = &r->examples[i];
+    size_t old = strlen(lc->path);
+    snprintf(lc->path + old, sizeof lc->path - old, ".examples[%zu]", i);
+    if (!json_is_object(o)) return fail(lc, NULL, "expected an object {stack, code, why}");
+    if ((rc = check_keys(lc, o, ekeys))) return rc;
+    if ((rc = get_enum(lc, o, "stack", stacks, 0, true, &e))) return rc;
+    x->stack = stacks[e];
+    if ((rc = get_enum(lc, o, "lang", langs, 0, false, &e))) return rc;
+    x->lang = json_object_get(o, "lang") ? langs[e] : NULL;
+    if ((rc = get_str(lc, o, "title", false, &x->title))) return rc;
+    if ((rc = get_str(lc, o, "code", true, &x->code))) return rc;
+    if ((rc = get_str(lc, o, "why", true, &x->why))) return rc;
+    path_pop(lc, old);
+  }
+  return 0;
+}
+
 static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
   static const char *const keys[] = {
       "id",         "title",    "framework",      "phase",         "tags",        "severity",
@@ -549,6 +616,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       "checklist",  "fix",      "verify",         "prevention",    "fingerprint", "related",
       "references", "missing",  "config_patches", "samples",       "min_count",   "headline",
       "$schema",    "clues",    "prior",          "inferred_only", "marker",      "via_generic",
+      "family",     "examples", "confirm",        "scale",         "inference",   "compare",
       NULL};
   static const char *const phases[] = {"launch",   "init",       "step",    "communication",
                                        "numerics", "checkpoint", "serving", NULL};
@@ -685,6 +753,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
       path_pop(lc, old);
     }
   }
+  if ((rc = load_encyclopedia(lc, root, r))) return rc;
   json_t *patches = json_object_get(root, "config_patches");
   if (patches) {
     size_t old = strlen(lc->path);
@@ -1105,4 +1174,24 @@ const char *ddx_catalog_default_dir(char *buf, size_t cap, const char *source_di
   }
   if (source_dir && rules_is_dir(source_dir)) return source_dir;
   return "rules";
+}
+
+size_t ddx_rule_encyclopedia_missing(const ddx_rule_t *r, char *buf, size_t cap) {
+  const struct {
+    const char *name;
+    bool have;
+  } f[] = {{"family", r->family != NULL},
+           {"examples", r->nexamples > 0},
+           {"confirm", r->confirm != NULL},
+           {"scale", r->scale != NULL},
+           {"inference", r->inference_affected != NULL}};
+  size_t n = 0;
+  if (cap) buf[0] = 0;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    if (f[i].have) continue;
+    size_t len = strlen(buf);
+    if (cap > len) snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", f[i].name);
+    n++;
+  }
+  return n;
 }

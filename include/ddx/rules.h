@@ -98,6 +98,18 @@ typedef struct ddx_symptom {
   const char *text, *why;
 } ddx_symptom_t;
 
+/* One code example of the encyclopedia: the fix on one stack. */
+typedef struct ddx_example {
+  const char *stack; /* one of DDX_STACKS */
+  const char *title, *lang, *code, *why;
+} ddx_example_t;
+
+/* The encyclopedia's families (the hub's columns) and stacks, in order. */
+#define DDX_FAMILIES                                                                               \
+  "memory", "communication", "numerics", "configuration", "environment", "checkpoint",             \
+      "parallelism", "generic"
+#define DDX_STACKS "pytorch", "hf", "deepspeed", "megatron", "vllm"
+
 typedef struct ddx_sample {
   const char *text, *source, *why;
   ddx_strs_t fact_names, fact_values;
@@ -129,6 +141,13 @@ typedef struct ddx_rule {
   const char *config_patches_json; /* the config_patches array as JSON text, or NULL */
   ddx_sample_t *positive, *negative;
   size_t npositive, nnegative;
+  /* the encyclopedia (all optional; NULL / 0 when absent) */
+  const char *family; /* one of DDX_FAMILIES */
+  ddx_example_t *examples;
+  size_t nexamples;
+  const char *confirm, *scale;
+  const char *inference_affected, *inference_note; /* "yes" / "no" / "partly" */
+  const char *compare_group, *compare_where, *compare_separates;
   ddx_clue_t *clues; /* the differential's weighted evidence */
   size_t nclues;
   double prior;       /* relative base rate among real failures (default 1) */
@@ -220,5 +239,10 @@ const ddx_phase_t *ddx_catalog_find_phase(const ddx_catalog_t *cat, const char *
 
 const char *ddx_severity_name(int s);
 const char *ddx_role_name(int r);
+
+/* The encyclopedia fields (family, examples, confirm, scale, inference) r
+ * lacks, written to buf as "family, scale"; returns how many. `ddx rules
+ * check` requires them on the built-in catalog. */
+size_t ddx_rule_encyclopedia_missing(const ddx_rule_t *r, char *buf, size_t cap);
 
 #endif
