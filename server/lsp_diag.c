@@ -825,10 +825,16 @@ static json_t *lsp_cmd_catalog(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call
   json_t *arr = json_array();
   for (size_t i = 0; i < cat->nrules; i++) {
     const ddx_rule_t *r = &cat->rules[i];
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "id", r->id, "title",
-                                         r->title, "severity", ddx_severity_name((int)r->severity),
-                                         "role", ddx_role_name((int)r->role), "phase", r->phase,
-                                         "priority", r->priority));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "id", r->id, "title", r->title,
+                          "severity", ddx_severity_name((int)r->severity), "role",
+                          ddx_role_name((int)r->role), "phase", r->phase, "priority", r->priority);
+    /* the hub's matrix and look-alike tables (null when the entry lacks them) */
+    json_object_set_new(o, "family", r->family ? json_string(r->family) : json_null());
+    json_object_set_new(o, "group", r->compare_group ? json_string(r->compare_group) : json_null());
+    json_object_set_new(o, "related", json_array());
+    for (size_t k = 0; k < r->related.n; k++)
+      json_array_append_new(json_object_get(o, "related"), json_string(r->related.v[k]));
+    json_array_append_new(arr, o);
   }
   return json_pack("{s:o}", "failures", arr);
 }
