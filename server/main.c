@@ -18,6 +18,7 @@
 #include "ddx/dscheck.h"
 #include "ddx/events.h"
 #include "ddx/file.h"
+#include "ddx/hub.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/report.h"
@@ -47,6 +48,9 @@ static const char *const usage_text =
     "      diagnose a whole job from the event files each node's ddx wrote\n"
     "  explain [--json] ID       print a catalog entry\n"
     "  rules list                list the catalog\n"
+    "  catalog [--markdown [-o FILE] | --html DIR] [--rules DIR]...\n"
+    "      the failure encyclopedia: the list, one Markdown page (docs/catalog.md) or a\n"
+    "      static site (hub by phase and family, look-alikes side by side, a page per class)\n"
     "  rules check [--strict] [DIR...]\n"
     "                            validate rules, compile regexes, run every sample\n"
     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
@@ -323,6 +327,53 @@ static int cmd_explain(cli_t *c, int argc, char **argv) {
   }
   ddx_report_opts_t o = {.color = isatty(1) && !getenv("NO_COLOR")};
   rc = emit(ddx_report_explain(r, &o, json));
+  ddx_catalog_free(cat);
+  return rc;
+}
+
+/* ddx catalog: the encyclopedia (ddx/hub.h) as a list, Markdown or a site. */
+static int cmd_catalog(cli_t *c, int argc, char **argv) {
+  bool markdown = false;
+  const char *html = NULL, *out = NULL;
+  for (int i = 0; i < argc; i++) {
+    bool has = i + 1 < argc;
+    if (!strcmp(argv[i], "--markdown"))
+      markdown = true;
+    else if (!strcmp(argv[i], "--html") && has)
+      html = argv[++i];
+    else if (!strcmp(argv[i], "-o") && has)
+      out = argv[++i];
+    else if (!strcmp(argv[i], "--rules") && has) {
+      if (c->nrule_dirs < MAX_RULE_DIRS) c->rule_dirs[c->nrule_dirs++] = argv[++i];
+    } else
+      return usage("catalog: unknown option (--markdown [-o FILE], --html DIR, --rules DIR)");
+  }
+  if (markdown && html) return usage("catalog: --markdown or --html, not both");
+  if (out && !markdown) return usage("catalog: -o goes with --markdown");
+  ddx_catalog_t *cat;
+  int rc = load_catalog(c, &cat);
+  if (rc) return rc;
+  if (html) {
+    ddx_error_t err = {0};
+    rc = ddx_hub_write_html(cat, html, &err) ? 2 : 0;
+    if (rc)
+      cli_say(stderr, "ddx: catalog --html: %s\n", err.msg);
+    else
+      cli_say(stdout, "ddx: wrote %s/index.html and %zu entry pages\n", html, cat->nrules);
+  } else if (markdown && out) {
+    char *md = ddx_hub_markdown(cat);
+    FILE *f = md ? fopen(out, "w") : NULL;
+    bool ok = f && fputs(md, f) >= 0;
+    if (f && fclose(f)) ok = false;
+    if (!ok) {
+      cli_say(stderr, "ddx: catalog: cannot write %s: %s\n", out,
+              md ? strerror(errno) : "out of memory");
+      rc = 2;
+    }
+    free(md);
+  } else {
+    rc = emit(markdown ? ddx_hub_markdown(cat) : ddx_hub_list(cat));
+  }
   ddx_catalog_free(cat);
   return rc;
 }
@@ -711,6 +762,7 @@ static int run_command(int argc, char **argv) {
   if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2, false);
   if (!strcmp(cmd, "merge")) return cmd_diagnose(&c, argc - 2, argv + 2, true);
   if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
+  if (!strcmp(cmd, "catalog")) return cmd_catalog(&c, argc - 2, argv + 2);
   if (!strcmp(cmd, "run") || !strcmp(cmd, "watch"))
     return cmd_live(&c, !strcmp(cmd, "watch"), argc - 2, argv + 2);
   if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
