@@ -518,7 +518,7 @@ static const char CSS[] =
     "#search{width:100%;font-size:16px;padding:8px 10px;border:1px solid var(--line);"
     "border-radius:6px;background:var(--bg);color:var(--fg);margin:8px 0}"
     "ul.entries{columns:2;padding-left:18px}ul.entries li{break-inside:avoid}"
-    ".hidden{display:none}nav.top{margin-bottom:12px}";
+    ".hidden{display:none!important}nav.top{margin-bottom:12px}";
 
 /* The search: filters the list, the matrix and the look-alike rows by
  * id, title, fingerprint and tags. Without scripts every entry stays
