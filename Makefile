@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode vsix eval accuracy bench format format-check fuzz fuzz-short clean
+.PHONY: all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -118,10 +118,20 @@ fuzz: deps
 test-vscode: build
 	bash tests/vscode/run.sh $(BUILD)/ddx
 
+# The failure encyclopedia (ddx catalog --html) in headless Chromium over file://:
+# every class, link and fragment, the search with and without scripts, a team catalog.
+# make test writes its screenshots into build/screenshots; make screenshots
+# refreshes docs/screenshots/catalog-hub.png and catalog-entry.png.
+test-catalog: build
+	bash tests/catalog/run.sh $(BUILD)/ddx
+
+screenshots: build
+	SHOTS=docs/screenshots bash tests/catalog/run.sh $(BUILD)/ddx
+
 vsix: deps
 	npm ci --no-audit --no-fund && npm run package
 
-test: format-check test-unit test-asan fuzz-short test-vscode
+test: format-check test-unit test-asan fuzz-short test-vscode test-catalog
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --quiet --min-accuracy 0.85 --min-held 0.70 --max-silent 0.05 --max-ece 0.10
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95
