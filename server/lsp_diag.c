@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ddx/hub.h"
 #include "ddx/report.h"
 
 #define LSP_FEED_CHUNK ((size_t)1 << 20)
 #define LSP_PROGRESS_MS 200
-#define LSP_CATALOG_URL "https://github.com/ddx-dev/ddx/blob/main/rules/"
 
 /* ---------------------------------------------------------------- catalog */
 
@@ -40,6 +40,7 @@ void ddx_lsp_catalog_unref(ddx_lsp_catalog_t *c) {
   if (!c || --c->refs > 0) return;
   ddx_catalog_free(c->cat);
   free(c->root);
+  free(c->hub);
   free(c);
 }
 
@@ -71,6 +72,8 @@ static int lsp_load(ddx_lsp_server_t *s, bool with_extra, ddx_lsp_catalog_t **ou
   c->refs = 1;
   c->cat = cat;
   c->root = strdup(s->rules_default);
+  char hub[PATH_MAX];
+  if (ddx_hub_find(hub, sizeof hub, s->rules_default)) c->hub = strdup(hub);
   *out = c;
   return 0;
 }
@@ -104,12 +107,9 @@ int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap) {
 
 char *ddx_lsp_rule_href(const ddx_lsp_catalog_t *c, const ddx_rule_t *r) {
   size_t n = c->root ? strlen(c->root) : 0;
-  if (n && !strncmp(r->file, c->root, n) && r->file[n] == '/') {
-    size_t k = strlen(LSP_CATALOG_URL) + strlen(r->file + n + 1) + 1;
-    char *u = malloc(k);
-    if (u) snprintf(u, k, "%s%s", LSP_CATALOG_URL, r->file + n + 1);
-    return u;
-  }
+  /* A built-in class links its page of the site shipped with the binary;
+   * without one it has no link (never a placeholder). */
+  if (n && !strncmp(r->file, c->root, n) && r->file[n] == '/') return ddx_hub_uri(c->hub, r->id);
   /* A user rule has no public page: its file is its documentation. */
   char *real = realpath(r->file, NULL);
   char *u = ddx_lsp_path_to_uri(real ? real : r->file);
@@ -810,9 +810,16 @@ static json_t *lsp_cmd_explain(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call
   json_t *v = js ? json_loads(js, 0, NULL) : NULL;
   free(js);
   if (!v) return ddx_lsp_fail(call, DDX_LSP_REQUEST_FAILED, "could not read %s", r->file);
+  /* href: the class's page (the shipped site; a team rule: its file);
+   * rule_file: the rule file itself */
   char *href = ddx_lsp_rule_href(s->cat, r);
-  if (href) json_object_set_new(v, "href", json_string(href));
+  char *real = realpath(r->file, NULL);
+  char *file = ddx_lsp_path_to_uri(real ? real : r->file);
+  free(real);
+  if (href || file) json_object_set_new(v, "href", json_string(href ? href : file));
+  if (file) json_object_set_new(v, "rule_file", json_string(file));
   free(href);
+  free(file);
   return v;
 }
 

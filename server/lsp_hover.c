@@ -170,9 +170,13 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
   char *href = ddx_lsp_rule_href(r->cat, rule);
   ddx_sb_puts(&b, "### ");
   md_prose(&b, rule->title);
-  /* the id matches ^[a-z0-9]+(\.[a-z0-9-]+)+$; the href is ours or a file URI */
-  ddx_sb_printf(&b, "\n\n[`%s`](<%s>) · %s · ", rule->id, href ? href : "",
-                ddx_severity_name((int)rule->severity));
+  /* the id matches ^[a-z0-9]+(\.[a-z0-9-]+)+$; the href is the shipped
+   * site's page or a rule file's URI; without one the id is not a link */
+  if (href)
+    ddx_sb_printf(&b, "\n\n[`%s`](<%s>) · %s · ", rule->id, href,
+                  ddx_severity_name((int)rule->severity));
+  else
+    ddx_sb_printf(&b, "\n\n`%s` · %s · ", rule->id, ddx_severity_name((int)rule->severity));
   md_text(&b, rule->phase);
   ddx_sb_puts(&b, "\n\n");
   free(href);

@@ -4,8 +4,12 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "ddx/hub.h"
 
 #define DDX_VERSION "0.1.0"
 
@@ -252,8 +256,16 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   return s;
 }
 
+/* The site holds a page for the class (the built-in ones; a team's rule
+ * folder has none unless its own site was written there). */
+static bool hub_has_page(const char *hub, const char *id) {
+  char p[PATH_MAX + 300];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/%s.html", hub, id);
+  return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
 char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
-  (void)o;
   const ddx_catalog_t *cat = d->scan->cat;
   json_t *root = json_object();
   json_object_set_new(root, "$schema",
@@ -263,7 +275,10 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   json_t *driver = json_object();
   json_object_set_new(driver, "name", json_string("ddx"));
   json_object_set_new(driver, "version", json_string(DDX_VERSION));
-  json_object_set_new(driver, "informationUri", json_string("https://github.com/ddx-dev/ddx"));
+  /* Links go to the encyclopedia shipped with ddx, never a placeholder. */
+  char *home = o ? ddx_hub_uri(o->hub, NULL) : NULL;
+  if (home) json_object_set_new(driver, "informationUri", json_string(home));
+  free(home);
   json_t *rules = json_array();
   for (size_t i = 0; i < cat->nrules; i++) {
     const ddx_rule_t *r = &cat->rules[i];
@@ -279,6 +294,11 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
     char *ht = ddx_sb_take(&help);
     json_object_set_new(ro, "help", json_pack("{s:s}", "text", ht ? ht : ""));
     free(ht);
+    if (o && o->hub && hub_has_page(o->hub, r->id)) {
+      char *u = ddx_hub_uri(o->hub, r->id);
+      if (u) json_object_set_new(ro, "helpUri", json_string(u));
+      free(u);
+    }
     const char *level = r->severity == DDX_SEV_ERROR     ? "error"
                         : r->severity == DDX_SEV_WARNING ? "warning"
                                                          : "note";

@@ -84,6 +84,7 @@ typedef struct ddx_lsp_catalog {
   int refs;
   ddx_catalog_t *cat;
   char *root; /* the built-in rules folder (for catalog URLs), or NULL */
+  char *hub;  /* the encyclopedia's site shipped with the binary (ddx_hub_find), or NULL */
 } ddx_lsp_catalog_t;
 
 /* What a log says about the job, for the ds_config checks: the

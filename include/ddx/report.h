@@ -11,9 +11,11 @@
 #include "ddx/diagnose.h"
 
 typedef struct ddx_report_opts {
-  bool color;     /* ANSI colours (only on a terminal) */
-  double seconds; /* wall time of the scan, for stats */
-  bool verbose;   /* text: print every field */
+  bool color;      /* ANSI colours (only on a terminal) */
+  double seconds;  /* wall time of the scan, for stats */
+  bool verbose;    /* text: print every field */
+  const char *hub; /* the encyclopedia's site (ddx_hub_find): SARIF links its
+                      pages; NULL: no links */
 } ddx_report_opts_t;
 
 /* Each returns a malloc'd NUL-terminated string (caller frees) or NULL. */

@@ -323,7 +323,8 @@ test('ddx.explain returns the catalog entry', async () => {
   assert.equal(e.id, 'ds.oom.activations');
   assert.ok(e.summary && e.mechanism && e.fix.length && e.config_patches.length);
   assert.equal(e.samples, undefined);
-  assert.match(e.href, /rules\/deepspeed\/ds\.oom\.activations\.json$/);
+  assert.match(e.href, /^file:\/\/\/.*\/catalog\/ds\.oom\.activations\.html$/);
+  assert.match(e.rule_file, /rules\/deepspeed\/ds\.oom\.activations\.json$/);
   assert.equal((await s.close()).code, 0);
 });
 
