@@ -371,10 +371,15 @@ static void md_entry(ddx_sb_t *b, const ddx_rule_t *r) {
   }
   md_list(b, "What to paste next when it is unclear", &r->missing, false);
   if (r->npositive) {
+    /* one real sample, its last lines (the site shows them all) */
     ddx_sb_puts(b, "**Real log lines**\n\n");
-    for (size_t i = 0; i < r->npositive && i < 3; i++) {
+    for (size_t i = 0; i < r->npositive && i < 1; i++) {
       const ddx_sample_t *s = &r->positive[i];
-      md_fence(b, "text", s->text);
+      const char *tail = s->text + strlen(s->text);
+      for (int lines = 0; tail > s->text && lines <= 12; tail--)
+        if (tail[-1] == '\n' && tail[0]) lines++;
+      if (tail > s->text) tail = strchr(tail, '\n') + 1;
+      md_fence(b, "text", tail);
       if (s->source) {
         ddx_sb_puts(b, "Source: ");
         md(b, s->source);

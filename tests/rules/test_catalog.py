@@ -59,6 +59,23 @@ for rid, (rel, r) in rules.items():
         for other in r.get(k, []):
             check(other in rules, f"{rel}: {k} names unknown id {other}")
 
+# The encyclopedia (ddx catalog): every entry has its family, code per stack,
+# cheapest confirmation, scaling and inference notes; look-alike groups hold
+# at least two classes, and the OOM classes an engineer must tell apart sit
+# in one table.
+groups = {}
+for rid, (rel, r) in rules.items():
+    for k in ("family", "examples", "confirm", "scale", "inference", "compare"):
+        check(bool(r.get(k)), f"{rel}: encyclopedia field {k} is empty or missing")
+    if r.get("compare"):
+        groups.setdefault(r["compare"]["group"], []).append(rid)
+for g, ids in groups.items():
+    check(len(ids) >= 2, f"look-alike group {g!r} holds only {ids}: a comparison needs two classes")
+oom = {"ds.oom.activations", "ds.oom.engine-init", "ds.oom.fragmentation", "ds.oom.optimizer-states",
+       "ds.oom.zero3-gather", "torch.oom.generic", "host.oom-killer"}
+check(len({rules[i][1].get("compare", {}).get("group") for i in oom if i in rules}) == 1,
+      "the five DeepSpeed OOMs, torch.oom.generic and host.oom-killer share one look-alike table")
+
 missing = sorted(tax_ids - set(rules))
 check(not missing, f"taxonomy classes without a catalog entry: {', '.join(missing)}")
 print(f"{len(rules)} rule files, {len(tax_ids)} taxonomy ids")
