@@ -38,6 +38,10 @@ if (process.platform === 'linux') {
     fs.copyFileSync(fs.realpathSync(m[2]), path.join(dest, 'lib', m[1]));
   }
 }
+// The encyclopedia's site next to the binary (<exe dir>/catalog): the page a diagnostic links to.
+execFileSync(path.join(dest, 'ddx'), ['catalog', '--html', path.join(dest, 'catalog'), '--rules', path.join(dest, 'rules')], {
+  stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, LD_LIBRARY_PATH: path.join(dest, 'lib') },
+});
 const out = execFileSync(path.join(dest, 'ddx'), ['version'], {
   encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: path.join(dest, 'lib') },
 }).trim();
