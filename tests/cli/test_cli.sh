@@ -221,4 +221,38 @@ printf '%s\n' \
 jq_py "$T/warmup.json" 'assert not [i for i in d["incidents"] if i["rule"] == "ds.fp16.overflow"], d["incidents"]' \
   && [ "$rc" = 0 ] && ok || bad "warm-up overflows are not a warning (rc $rc)"
 
+# --- ddx catalog: the encyclopedia as a list, Markdown and a site
+expect_rc 0 "catalog lists the classes" "$DDX" catalog
+n_rules=$("$DDX" rules list | wc -l)
+[ "$(wc -l <"$T/out")" = "$n_rules" ] && ok || bad "catalog lists every class once ($(wc -l <"$T/out") of $n_rules)"
+contains "$T/out" "ds.oom.zero3-gather            step          memory" "catalog shows phase and family"
+expect_rc 0 "catalog --markdown -o FILE" "$DDX" catalog --markdown -o "$T/catalog.md"
+"$DDX" catalog --markdown | cmp -s - "$T/catalog.md" && ok || bad "-o writes what stdout shows"
+contains "$T/catalog.md" "## Look-alikes side by side" "the Markdown page has the look-alike tables"
+contains "$T/catalog.md" "| **Training step** |" "the Markdown page has the phase matrix"
+expect_rc 0 "catalog --html DIR" "$DDX" catalog --html "$T/site"
+[ "$(ls "$T/site"/*.html | wc -l)" = $((n_rules + 1)) ] && ok || bad "the site has the hub and a page per class"
+# a symlink planted where a page goes is refused, its target untouched
+mkdir -p "$T/site2" && echo precious >"$T/victim" && ln -s "$T/victim" "$T/site2/index.html"
+expect_rc 2 "catalog --html refuses to write through a symlink" "$DDX" catalog --html "$T/site2"
+[ "$(cat "$T/victim")" = precious ] && ok || bad "the symlink's target was overwritten"
+echo file >"$T/notadir"
+expect_rc 2 "catalog --html onto a file" "$DDX" catalog --html "$T/notadir"
+expect_rc 2 "catalog: unknown option" "$DDX" catalog --pdf
+expect_rc 2 "catalog: --markdown and --html" "$DDX" catalog --markdown --html "$T/site3"
+# a team's folder: entries without the encyclopedia's fields still render
+expect_rc 0 "a team catalog renders" "$DDX" catalog --html "$T/site4" --rules "$ROOT/rules" --rules "$T/r1"
+[ -f "$T/site4/test.ok.html" ] && grep -q 'Unclassified' "$T/site4/index.html" && ok || bad "a team class gets a page, unclassified on the hub"
+# rules check: the built-in catalog must be a complete encyclopedia, a team's folder is warned
+"$DDX" rules check "$T/r1" >"$T/out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -q "warning: .*test.ok: the encyclopedia's fields are missing: family, examples, confirm, scale, inference" "$T/out" && ok || bad "a team folder is warned about missing encyclopedia fields (rc $rc)"
+expect_rc 1 "rules check --strict fails on missing encyclopedia fields" "$DDX" rules check --strict "$T/r1"
+contains "$T/out" "FAIL: " "strict names the failure"
+mkdir -p "$T/r7" && good_rule test.badfam 'boom' | sed 's/"priority": 50,/"priority": 50, "family": "cosmic",/' >"$T/r7/f.json"
+expect_rc 2 "an unknown family is a loader error" "$DDX" rules check "$T/r7"
+contains "$T/err" '$.family' "the bad family is named"
+mkdir -p "$T/r8" && good_rule test.badex 'boom' | sed 's/"priority": 50,/"priority": 50, "examples": [{"stack": "jax", "code": "x", "why": "y"}],/' >"$T/r8/e.json"
+expect_rc 2 "an unknown stack is a loader error" "$DDX" rules check "$T/r8"
+contains "$T/err" '$.examples[0].stack' "the bad stack is named with its path"
+
 finish
