@@ -126,20 +126,62 @@ static void patch_diff(ddx_sb_t *b, json_t *patch) {
                   json_string_value(json_object_get(c, "op")), v ? " " : "", v ? v : "");
     free(v);
   }
+  /* Ops under the same objects share their context lines: the open
+   * objects are the segments of the previous op's parent path. */
   json_t *ops = json_object_get(patch, "ops");
+  const char *open_path = "";
+  size_t open_len = 0; /* bytes of open_path that are open objects */
+  int depth = 0;
   for (size_t i = 0; i < json_array_size(ops); i++) {
     json_t *op = json_array_get(ops, i);
     const char *kind = json_string_value(json_object_get(op, "op"));
     const char *path = json_string_value(json_object_get(op, "path"));
     if (!kind || !path) continue;
-    /* the enclosing objects, one context line each */
-    int depth = 0;
-    const char *seg = path, *dot;
-    while ((dot = strchr(seg, '.'))) {
+    if (!strcmp(kind, "rename")) {
+      /* a new name in the same object (dsconfig's rename): both full
+       * paths, no context */
+      const char *to = json_string_value(json_object_get(op, "to"));
+      const char *dot = strrchr(path, '.'), *tdot = to ? strrchr(to, '.') : NULL;
+      while (depth > 0)
+        ddx_sb_printf(b, " %*s}\n", 2 * --depth, "");
+      open_path = "";
+      open_len = 0;
+      ddx_sb_printf(b, "-\"%s\": <value>\n+\"%.*s%s\": <value>\n", path,
+                    dot ? (int)(dot - path + 1) : 0, path,
+                    tdot ? tdot + 1
+                    : to ? to
+                         : "?");
+      continue;
+    }
+    const char *last = strrchr(path, '.');
+    size_t parent = last ? (size_t)(last - path) : 0;
+    /* the longest common prefix of whole segments */
+    size_t common = 0;
+    for (size_t k = 0; k <= parent && k <= open_len; k++) {
+      bool end_a = k == parent || path[k] == '.', end_b = k == open_len || open_path[k] == '.';
+      if (end_a && end_b) common = k;
+      if (k == parent || k == open_len || path[k] != open_path[k]) break;
+    }
+    int keep = 0;
+    for (size_t k = 0; k < common; k++)
+      keep += open_path[k] == '.';
+    if (common) keep++;
+    while (depth > keep)
+      ddx_sb_printf(b, " %*s}\n", 2 * --depth, "");
+    const char *seg = path + (common ? common + 1 : 0);
+    const char *dot;
+    while (seg < path + parent && (dot = strchr(seg, '.')) && dot <= path + parent) {
       ddx_sb_printf(b, " %*s\"%.*s\": {\n", 2 * depth, "", (int)(dot - seg), seg);
       depth++;
       seg = dot + 1;
     }
+    if (seg < path + parent) {
+      ddx_sb_printf(b, " %*s\"%.*s\": {\n", 2 * depth, "", (int)(path + parent - seg), seg);
+      depth++;
+    }
+    open_path = path;
+    open_len = parent;
+    seg = last ? last + 1 : path;
     int ind = 2 * depth;
     if (!strcmp(kind, "set")) {
       char *v = json_dumps(json_object_get(op, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
@@ -147,10 +189,6 @@ static void patch_diff(ddx_sb_t *b, json_t *patch) {
       free(v);
     } else if (!strcmp(kind, "remove")) {
       ddx_sb_printf(b, "-%*s\"%s\": ...\n", ind, "", seg);
-    } else if (!strcmp(kind, "rename")) {
-      const char *to = json_string_value(json_object_get(op, "to"));
-      ddx_sb_printf(b, "-%*s\"%s\": <value>\n+%*s\"%s\": <value>\n", ind, "", seg, ind, "",
-                    to ? to : "?");
     } else if (!strcmp(kind, "multiply")) {
       double f = json_number_value(json_object_get(op, "factor"));
       json_t *mn = json_object_get(op, "min");
@@ -158,9 +196,9 @@ static void patch_diff(ddx_sb_t *b, json_t *patch) {
       if (json_is_number(mn)) ddx_sb_printf(b, " (at least %g)", json_number_value(mn));
       ddx_sb_puts(b, "\n");
     }
-    while (depth-- > 0)
-      ddx_sb_printf(b, " %*s}\n", 2 * depth, "");
   }
+  while (depth > 0)
+    ddx_sb_printf(b, " %*s}\n", 2 * --depth, "");
 }
 
 /* ------------------------------------------------------------ markdown */
@@ -191,7 +229,13 @@ static void md_fence(ddx_sb_t *b, const char *lang, const char *code) {
   for (size_t i = 0; i < n; i++)
     ddx_sb_puts(b, "`");
   ddx_sb_printf(b, "%s\n", lang ? lang : "");
-  ddx_sb_put_term(b, code, strlen(code));
+  /* line by line: ddx_sb_put_term shows a newline escaped */
+  for (const char *p = code; *p;) {
+    const char *e = first_line_end(p);
+    ddx_sb_put_term(b, p, (size_t)(e - p));
+    if (*e) ddx_sb_puts(b, "\n");
+    p = *e ? e + 1 : e;
+  }
   if (!*code || code[strlen(code) - 1] != '\n') ddx_sb_puts(b, "\n");
   for (size_t i = 0; i < n; i++)
     ddx_sb_puts(b, "`");
