@@ -294,11 +294,14 @@ static json_t *lsp_diagnostics(const ddx_lsp_server_t *s, const ddx_lsp_result_t
       snprintf(ranks, sizeof ranks, " (%llu events on ranks %s)", (unsigned long long)inc->count,
                rs);
     }
-    snprintf(msg, sizeof msg, "%s: %s, %s%s%s%s",
+    /* an allocation failure says how far off it was (tried - free) */
+    char oom[600] = "";
+    if (ddx_report_oom_note(inc, oom + 2, sizeof oom - 2)) memcpy(oom, ". ", 2);
+    snprintf(msg, sizeof msg, "%s: %s, %s%s%s%s%s",
              inc->severity < DDX_SEV_ERROR ? "Warning"
              : i == 0                      ? "Initiating failure"
                                            : "Failure",
-             ddx_incident_title(inc), rank, ranks, rule->fix.n ? ". Fix: " : "",
+             ddx_incident_title(inc), rank, ranks, oom, rule->fix.n ? ". Fix: " : "",
              rule->fix.n ? rule->fix.v[0] : "");
     json_t *loc = lsp_loc(s, uri, t, inc->hit->line);
     json_t *d = lsp_diag_base(r->cat, rule, json_incref(json_object_get(loc, "range")),

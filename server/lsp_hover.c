@@ -198,6 +198,9 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
                                    : "rank unknown",
                   inc->ranks.n ? rs : "");
     if (inc->rank_note) ddx_sb_puts(&b, "\n_"), md_text(&b, inc->rank_note), ddx_sb_puts(&b, "_\n");
+    char oom[600];
+    if (ddx_report_oom_note(inc, oom, sizeof oom))
+      ddx_sb_puts(&b, "\n**Memory:** "), md_text(&b, oom), ddx_sb_puts(&b, "\n");
   } else if (coll) {
     ddx_rankset_format(&coll->ranks, rs, sizeof rs);
     ddx_sb_printf(&b, "**Collateral** of `%s` (line %llu): %llu event%s on %s%s. ", of->rule->id,

@@ -163,6 +163,29 @@ static json_t *incident_json(const ddx_diagnosis_t *d, const ddx_incident_t *inc
       inc->phase ? json_pack("{s:s,s:s}", "phase", inc->phase->id, "title", inc->phase->title)
                  : json_null());
   json_object_set_new(o, "library_frame", frame_json(inc->library_frame));
+  ddx_oom_t oom;
+  if (ddx_report_oom(inc, &oom)) {
+    char note[512];
+    ddx_report_oom_note(inc, note, sizeof note);
+    json_t *m = json_object();
+    const struct {
+      const char *k;
+      double v;
+    } f[] = {{"tried", oom.tried},
+             {"free", oom.free},
+             {"total", oom.total},
+             {"allocated", oom.allocated},
+             {"unallocated", oom.unallocated},
+             {"short_by", oom.short_by}};
+    /* short_by < 0: free memory covered the request (fragmentation) */
+    bool short_known = oom.tried >= 0 && oom.free >= 0;
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+      bool known = k == 5 ? short_known : f[k].v >= 0;
+      json_object_set_new(m, f[k].k, known ? json_real(f[k].v) : json_null());
+    }
+    json_object_set_new(m, "note", json_string(note));
+    json_object_set_new(o, "memory", m);
+  }
   if (inc->user_frame)
     json_object_set_new(
         o, "user_frame",
@@ -678,6 +701,8 @@ static void put_incident_text(text_out_t *t, const ddx_diagnosis_t *d, const ddx
     ddx_sb_puts(b, "\n");
   }
   if (inc->phase) ddx_sb_printf(b, "  phase     %s\n", tx(t, inc->phase->title));
+  char oom[512];
+  if (ddx_report_oom_note(inc, oom, sizeof oom)) ddx_sb_printf(b, "  memory    %s\n", tx(t, oom));
   if (inc->nframes) {
     const ddx_frame_t *in = inc->frames[inc->nframes - 1];
     ddx_sb_printf(b, "  %s %s:%u in %s", inc->inferred ? "last frame" : "raised in",
@@ -864,6 +889,66 @@ char *ddx_report_evidence(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) 
     }
   }
   return text_take(&t);
+}
+
+/* -------------------------------------------------------------- OOM margin */
+
+static double fact_bytes(const ddx_incident_t *inc, const char *name) {
+  const char *v = ddx_incident_fact(inc, name);
+  double x;
+  return v && *v && ddx_parse_quantity(v, &x) && x >= 0 ? x : -1;
+}
+
+bool ddx_report_oom(const ddx_incident_t *inc, ddx_oom_t *out) {
+  out->tried = fact_bytes(inc, "tried");
+  out->free = fact_bytes(inc, "free");
+  out->total = fact_bytes(inc, "total");
+  out->allocated = fact_bytes(inc, "allocated");
+  out->unallocated = fact_bytes(inc, "unallocated");
+  out->short_by = out->tried >= 0 && out->free >= 0 ? out->tried - out->free : -1;
+  return out->tried >= 0;
+}
+
+static void oom_bytes(double bytes, char *buf, size_t cap) {
+  if (bytes >= 1024.0 * 1024 * 1024)
+    snprintf(buf, cap, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else
+    snprintf(buf, cap, "%.2f MiB", bytes / (1024.0 * 1024));
+}
+
+size_t ddx_report_oom_note(const ddx_incident_t *inc, char *buf, size_t cap) {
+  ddx_oom_t o;
+  if (cap) buf[0] = 0;
+  if (!cap || !ddx_report_oom(inc, &o)) return 0;
+  char tried[32], fr[32], total[32], sh[32], un[32];
+  oom_bytes(o.tried, tried, sizeof tried);
+  oom_bytes(o.free, fr, sizeof fr);
+  oom_bytes(o.total, total, sizeof total);
+  oom_bytes(o.short_by, sh, sizeof sh);
+  oom_bytes(o.unallocated, un, sizeof un);
+  char where[160] = "";
+  size_t w = 0;
+  if (inc->rank >= 0) w += (size_t)snprintf(where, sizeof where, " on rank %d", inc->rank);
+  if (inc->phase && w < sizeof where)
+    snprintf(where + w, sizeof where - w, " during the %s", inc->phase->title);
+  int n;
+  if (o.short_by > 0)
+    n = snprintf(buf, cap, "%s short%s: it asked for %s with %s free", sh, where, tried, fr);
+  else if (o.free >= 0)
+    /* free covered the request: another allocation raced it, or the
+     * request was rounded up to a block the segments could not hold */
+    n = snprintf(buf, cap, "it asked for %s%s with %s free (fragmented: no block of that size)",
+                 tried, where, fr);
+  else
+    n = snprintf(buf, cap, "it asked for %s%s", tried, where);
+  if (n > 0 && (size_t)n < cap && o.total > 0)
+    n += snprintf(buf + n, cap - (size_t)n, " of %s", total);
+  if (n > 0 && (size_t)n < cap && o.unallocated > 0 && o.unallocated >= o.tried)
+    n += snprintf(buf + n, cap - (size_t)n,
+                  "; %s sat reserved by PyTorch but unallocated, enough for the request: "
+                  "fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                  un);
+  return n > 0 ? strlen(buf) : 0;
 }
 
 /* ---------------------------------------------------------------- explain */

@@ -51,4 +51,18 @@ void ddx_sb_put_md_code(ddx_sb_t *b, const char *s, size_t n);
  * listed in hosts[0..nhosts)); returns a malloc'd string. */
 char *ddx_redact(const char *text, const char *const *hosts, size_t nhosts);
 
+/* How far off an out-of-memory failure was, from its facts (the OOM line's
+ * tried / free / total / allocated / reserved-but-unallocated). */
+typedef struct ddx_oom {
+  double tried, free, total, allocated, unallocated; /* bytes; < 0 unknown */
+  double short_by; /* tried - free: what the allocation lacked; < 0 unknown */
+} ddx_oom_t;
+/* False when the incident holds no "tried" fact (not an allocation failure). */
+bool ddx_report_oom(const ddx_incident_t *inc, ddx_oom_t *out);
+/* One sentence: "3.60 GiB short on rank 5 during the ZeRO-3 parameter
+ * gather / prefetch: it asked for 3.91 GiB with 316.88 MiB free of 79.15
+ * GiB", plus the fragmentation hint when the reserved-but-unallocated
+ * memory alone would have covered it. Empty (0) when not an OOM. */
+size_t ddx_report_oom_note(const ddx_incident_t *inc, char *buf, size_t cap);
+
 #endif

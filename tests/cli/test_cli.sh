@@ -20,6 +20,17 @@ expect_rc 0 "healthy log exits 0" "$DDX" diagnose "$T/healthy.log"
 contains "$T/out" "no known failure" "healthy log says so"
 printf 'step 1\n%s\n' "$OOM" >"$T/oom.log"
 expect_rc 1 "failure exits 1" "$DDX" diagnose "$T/oom.log"
+# --- how far off an OOM was: tried - free, on its rank; fragmentation when the
+# reserved-but-unallocated memory alone covered the request
+expect_rc 1 "the OOM log again, for its margin" "$DDX" diagnose --no-color "$T/oom.log"
+contains "$T/out" "memory    962.56 MiB short on rank 3: it asked for 2.00 GiB with 1.06 GiB free of 79.15 GiB; 2.94 GiB sat reserved" "the text report says how far off the OOM was"
+"$DDX" diagnose --format json "$T/oom.log" >"$T/oom.json"
+jq_py "$T/oom.json" 'm=d["incidents"][0]["memory"]; assert abs(m["short_by"]-0.94*2**30) < 0.01*2**30 and m["tried"]==2*2**30, m' \
+  && ok || bad "JSON memory.short_by is tried - free"
+printf 'step 1\ntorch.OutOfMemoryError: CUDA out of memory.\n' >"$T/oom-bare.log"
+"$DDX" diagnose --format json "$T/oom-bare.log" >"$T/oom-bare.json"
+jq_py "$T/oom-bare.json" 'assert d["incidents"] and "memory" not in d["incidents"][0], d["incidents"][:1]' \
+  && ok || bad "an OOM line without sizes has no memory margin (never a made-up number)"
 expect_rc 2 "missing file exits 2" "$DDX" diagnose "$T/nope.log"
 contains "$T/err" "nope.log" "missing file is named"
 expect_rc 2 "no input exits 2" "$DDX" diagnose

@@ -30,6 +30,7 @@ test('diagnostics on the example log: error, collateral, links, catalog URL', as
   assert.match(primary.message, /CUDA out of memory while ZeRO-3/);
   assert.match(primary.message, /rank 5\b/);
   assert.ok(primary.message.includes('Fix: Shrink the gather window'), primary.message);
+  assert.ok(primary.message.includes('3.60 GiB short on rank 5 during the ZeRO-3 parameter gather'), primary.message);
   // the class's page of the encyclopedia built next to the binary (build/catalog), a real file
   assert.match(primary.codeDescription.href, /^file:\/\/\/.*\/catalog\/ds\.oom\.zero3-gather\.html$/);
   assert.ok(fs.statSync(new URL(primary.codeDescription.href)).isFile(), primary.codeDescription.href);

@@ -66,7 +66,8 @@ test('hover on the diagnosed line: catalog entry with this occurrence\'s facts',
   assert.match(md, /Initiating failure\*\* on rank 5/);
   assert.match(md, /tried to allocate 3\.91 GiB on GPU 5: 79\.15 GiB total, 316\.88 MiB free/);
   for (const section of ['**Summary**', '**Why**', '**Confirm**', '**Fix**', '**Verify**', '**Related:**']) assert.ok(md.includes(section), section);
-  assert.match(md, /rules\/deepspeed\/ds\.oom\.zero3-gather\.json/);
+  assert.match(md, /\(<file:\/\/\/[^>]*\/catalog\/ds\.oom\.zero3-gather\.html>\)/); // the class's page
+  assert.match(md, /\*\*Memory:\*\* 3\.60 GiB short on rank 5 during the ZeRO-3 parameter gather/);
   assert.equal(h.range.start.line, OOM_LINE);
   // a collateral line
   const c = await s.request('textDocument/hover', { textDocument: { uri: u }, position: { line: 46, character: 0 } });
