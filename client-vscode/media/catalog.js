@@ -1,9 +1,47 @@
-// The catalog view's script: list filter, arrow-key navigation, forwards clicks to the extension.
+// The catalog view's script: shows the view the extension posts (the phase x family matrix, or an
+// entry: its HTML comes rendered and escaped from the extension), filters the matrix, moves with
+// the arrow keys, forwards clicks to the extension.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
+  const root = document.getElementById('catalog');
+  const matrix = document.getElementById('matrix');
+  const entry = document.getElementById('entry');
   const filter = document.getElementById('filter');
-  const items = () => Array.from(document.querySelectorAll('nav .item')).filter((b) => !b.hidden);
+  const back = document.getElementById('to-matrix');
+  const items = () => Array.from(document.querySelectorAll('#matrix .item')).filter((b) => !b.hidden);
+
+  /** Shows the matrix, or the entry of `id` (its HTML when it changes). */
+  function show(view, id, html) {
+    if (!root || !matrix || !entry) return;
+    const was = root.dataset.id;
+    root.dataset.view = view;
+    if (view === 'entry') {
+      if (html !== undefined) entry.innerHTML = html;
+      root.dataset.id = id || '';
+      matrix.hidden = true;
+      entry.hidden = false;
+      if (filter) filter.hidden = true;
+      if (back) back.hidden = false;
+      window.scrollTo(0, 0);
+      const h = entry.querySelector('h1');
+      if (h instanceof HTMLElement && html !== undefined) h.focus({ preventScroll: true });
+    } else {
+      entry.hidden = true;
+      matrix.hidden = false;
+      if (filter) filter.hidden = false;
+      if (back) back.hidden = true;
+      // back where the user left: the class they had open
+      const cell = was ? Array.from(matrix.querySelectorAll('.item')).find((b) => b.dataset.id === was) : undefined;
+      if (cell) {
+        cell.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+        cell.focus({ preventScroll: true });
+      }
+    }
+    document.querySelectorAll('#matrix .item').forEach((b) => {
+      b.setAttribute('aria-current', view === 'entry' && b.dataset.id === id ? 'true' : 'false');
+    });
+  }
 
   document.addEventListener('click', (ev) => {
     const target = ev.target instanceof Element ? ev.target.closest('[data-action]') : null;
@@ -27,26 +65,22 @@
   if (filter) {
     filter.addEventListener('input', () => {
       const q = filter.value.toLowerCase();
-      document.querySelectorAll('nav .item').forEach((b) => {
-        b.hidden = q !== '' && !(b.textContent || '').toLowerCase().includes(q);
+      document.querySelectorAll('#matrix .item').forEach((b) => {
+        b.hidden = q !== '' && !((b.textContent || '') + ' ' + (b.getAttribute('title') || '')).toLowerCase().includes(q);
       });
-      document.querySelectorAll('nav h4').forEach((h) => {
-        let n = h.nextElementSibling, any = false;
-        while (n && n.tagName !== 'H4') { if (!n.hidden) any = true; n = n.nextElementSibling; }
-        h.hidden = !any;
+      document.querySelectorAll('#matrix td').forEach((td) => {
+        td.classList.toggle('none', !td.querySelector('.item:not([hidden])'));
       });
     });
   }
 
   window.addEventListener('message', (ev) => {
     const m = ev.data;
-    if (!m || m.type !== 'entry') return;
-    const box = document.getElementById('entry');
-    if (box) { box.innerHTML = m.html; box.scrollTop = 0; }
-    document.querySelectorAll('nav .item').forEach((b) => {
-      const on = b.dataset.id === m.id;
-      b.setAttribute('aria-current', on ? 'true' : 'false');
-      if (on) b.scrollIntoView({ block: 'nearest' });
-    });
+    if (!m) return;
+    if (m.type === 'entry') show('entry', m.id, m.html);
+    else if (m.type === 'matrix') show('matrix');
   });
+
+  if (root) show(root.dataset.view === 'entry' ? 'entry' : 'matrix', root.dataset.id);
+  vscode.postMessage({ action: 'ready', page: root ? root.dataset.page : undefined });
 })();

@@ -1,14 +1,33 @@
-// The failure catalog: every id the server knows, a side-by-side webview (list + entry) and the
-// "Explain Failure…" quick pick. Entries come from the server (ddx.explain).
+// The failure catalog: every id the server knows, a webview beside the editor (the hub: a
+// phase x family matrix of every class; an entry with its look-alikes) and the "Explain Failure…"
+// quick pick. Entries come from the server (ddx.explain).
 import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { CatalogEntry, CatalogItem, isCatalogEntry } from './report';
 import { DdxServer } from './server';
-import { commonAction, createDdxPanel, isWebMessage, pageHtml } from './panel';
-import { catalogEntryHtml, esc } from './view';
+import { commonAction, createDdxPanel, isWebMessage, nonce, pageHtml } from './panel';
+import { catalogEntryHtml, catalogMatrixHtml, catalogShellHtml, esc } from './view';
 
-function isItemArray(v: unknown): v is CatalogItem[] {
+function isItemArray(v: unknown): v is unknown[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null && typeof (x as { id?: unknown }).id === 'string');
+}
+
+/** An item of `ddx.catalog` as the views use it: strings or null, whatever a rule pack wrote. */
+export function catalogItem(raw: unknown): CatalogItem {
+  const o = raw as Record<string, unknown>;
+  const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v));
+  const opt = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+  return {
+    id: str(o.id),
+    title: str(o.title),
+    severity: str(o.severity),
+    role: str(o.role),
+    phase: opt(o.phase) ?? undefined,
+    priority: typeof o.priority === 'number' ? o.priority : undefined,
+    family: opt(o.family),
+    group: opt(o.group),
+    related: Array.isArray(o.related) ? o.related.filter((r): r is string => typeof r === 'string' && r !== '') : [],
+  };
 }
 
 /** Parses `ddx rules list`: "id  severity  role  priority  title". */
@@ -21,13 +40,52 @@ export function parseRulesList(out: string): CatalogItem[] {
   return items;
 }
 
+/** What the catalog panel shows: the phase x family matrix, or one entry. */
+export type CatalogView = { kind: 'matrix' } | { kind: 'entry'; id: string };
+
+/** One view rendered: its HTML (the matrix's table, or the entry). */
+export interface CatalogRender {
+  view: CatalogView;
+  html: string;
+}
+
+function viewKey(v: CatalogView): string {
+  return v.kind === 'entry' ? `entry:${v.id}` : 'matrix';
+}
+
+/** How many look-alikes' entries are asked for to show their "what separates it". */
+const MAX_LOOKALIKES = 16;
+
 export class Catalog implements vscode.Disposable {
   private items: CatalogItem[] | undefined;
   private panel: vscode.WebviewPanel | undefined;
-  private selected: string | undefined;
+  private view: CatalogView = { kind: 'matrix' };
+  /** The list the page was built from (a changed catalog rebuilds it). */
+  private pageItems: CatalogItem[] | undefined;
+  /** The page's token, and whether its script said it is ready for messages. */
+  private page = '';
+  private pageView = '';
+  private ready = false;
+  private navigation = 0;
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly renderedEmitter = new vscode.EventEmitter<CatalogRender>();
+  /** Fires after each view is shown (for tests and screenshots). */
+  readonly onDidRender = this.renderedEmitter.event;
+  /** The body of the page last built (the bar, the matrix, the entry it opened on). */
+  lastHtml = '';
+  /** The HTML of the entry last shown. */
+  lastEntryHtml = '';
 
   constructor(private readonly server: DdxServer, private readonly extensionUri: vscode.Uri) {}
+
+  /** What the panel shows now (the matrix when it is closed). */
+  get current(): CatalogView {
+    return this.panel ? this.view : { kind: 'matrix' };
+  }
+
+  get visible(): boolean {
+    return this.panel !== undefined;
+  }
 
   invalidate(): void {
     this.items = undefined;
@@ -40,7 +98,7 @@ export class Catalog implements vscode.Disposable {
     if (this.server.hasCommand('ddx.catalog')) {
       const v = await this.server.execute<unknown>('ddx.catalog', []);
       const arr = typeof v === 'object' && v !== null && 'failures' in v ? (v as { failures: unknown }).failures : v;
-      if (isItemArray(arr)) return (this.items = arr);
+      if (isItemArray(arr)) return (this.items = arr.map(catalogItem));
     }
     const bin = this.server.binary;
     if (!bin) throw new Error('the ddx language server is not running');
@@ -70,57 +128,80 @@ export class Catalog implements vscode.Disposable {
     return picked?.label;
   }
 
+  /** Opens the panel: on the entry of `id`, else on the phase x family matrix (an open panel keeps its view). */
   async open(id?: string): Promise<void> {
-    const items = await this.list();
-    const first = id ?? this.selected ?? items[0]?.id;
+    await this.list(); // no server, no panel: the error says why
     if (!this.panel) {
       this.panel = createDdxPanel(this.extensionUri, 'ddx.catalog', 'ddx: failure catalog', false,
-        (m: unknown) => void this.onMessage(m), () => {
+        (m: unknown) => void this.receive(m), () => {
           this.panel = undefined;
+          this.pageItems = undefined;
+          this.ready = false;
         }, this.disposables);
-      this.panel.webview.html = pageHtml(this.panel.webview, this.extensionUri, 'ddx catalog', this.shell(items), 'catalog.js');
+      this.view = { kind: 'matrix' };
     } else {
       this.panel.reveal();
     }
-    if (first) await this.select(first);
+    await this.show(id ? { kind: 'entry', id } : this.view);
   }
 
-  private shell(items: CatalogItem[]): string {
-    const groups = new Map<string, CatalogItem[]>();
-    for (const i of items) {
-      const g = i.id.split('.')[0];
-      const arr = groups.get(g) ?? [];
-      arr.push(i);
-      groups.set(g, arr);
+  /** Shows a view: a new page when there is none yet (or the catalog changed), else a message to the page. */
+  private async show(view: CatalogView): Promise<void> {
+    const nav = ++this.navigation;
+    const items = await this.list();
+    let html = '';
+    if (view.kind === 'entry') html = await this.entryHtml(view.id, items);
+    const panel = this.panel;
+    if (!panel || nav !== this.navigation) return; // closed, or a later click won
+    this.view = view;
+    panel.title = view.kind === 'entry' ? `ddx catalog: ${view.id}` : 'ddx: failure catalog';
+    if (!this.ready || items !== this.pageItems) {
+      // a page of its own, opened on this view: nothing depends on a message reaching a page
+      // that is still loading
+      this.page = nonce();
+      this.pageView = viewKey(view);
+      this.ready = false;
+      this.pageItems = items;
+      this.lastHtml = catalogShellHtml(items, this.page, view.kind === 'entry' ? { id: view.id, html } : undefined);
+      panel.webview.html = pageHtml(panel.webview, this.extensionUri, 'ddx catalog', this.lastHtml, 'catalog.js');
+    } else {
+      await panel.webview.postMessage(view.kind === 'entry' ? { type: 'entry', id: view.id, html } : { type: 'matrix' });
     }
-    const nav = [...groups.entries()]
-      .map(([g, v]) => `<h4>${esc(g)}</h4>` + v.map((i) =>
-        `<button class="item" data-action="select" data-id="${esc(i.id)}" title="${esc(i.title)}" aria-current="false">` +
-        `<code>${esc(i.id)}</code><span class="t">${esc(i.title)}</span></button>`).join(''))
-      .join('');
-    return `<div class="catalog"><nav aria-label="failure classes"><input id="filter" type="search" placeholder="Filter ${items.length} failures" aria-label="Filter the failure classes">${nav}</nav>` +
-      `<div id="entry" aria-live="polite"><p class="muted">Pick a failure.</p></div></div>`;
+    if (view.kind === 'entry') this.lastEntryHtml = html;
+    this.renderedEmitter.fire({ view, html: view.kind === 'entry' ? html : catalogMatrixHtml(items) });
   }
 
-  private async select(id: string): Promise<void> {
-    this.selected = id;
-    let html: string;
+  /** The entry of `id` with its look-alikes (their own entries, for what separates them). */
+  private async entryHtml(id: string, items: CatalogItem[]): Promise<string> {
+    let entry: CatalogEntry;
     try {
-      html = catalogEntryHtml(await this.explain(id));
+      entry = await this.explain(id);
     } catch (e) {
-      html = `<p>${esc(e instanceof Error ? e.message : String(e))}</p>`;
+      return `<p>${esc(e instanceof Error ? e.message : String(e))}</p>`;
     }
-    if (this.panel) {
-      this.panel.title = `ddx catalog: ${id}`;
-      await this.panel.webview.postMessage({ type: 'entry', id, html });
-    }
+    const group = (typeof entry.compare?.group === 'string' && entry.compare.group) || items.find((i) => i.id === id)?.group;
+    const others = group ? items.filter((i) => i.id !== id && i.group === group).slice(0, MAX_LOOKALIKES) : [];
+    const got = await Promise.allSettled(others.map((i) => this.explain(i.id)));
+    const lookalikes = got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    return catalogEntryHtml(entry, { items, lookalikes });
   }
 
-  private async onMessage(raw: unknown): Promise<void> {
+  /** What the page posts (a click, or that it is ready); the in-host tests post the same. */
+  async receive(raw: unknown): Promise<void> {
     if (!isWebMessage(raw)) return;
     try {
-      if (raw.action === 'select' && raw.id) await this.select(raw.id);
-      else if (raw.action === 'explain' && raw.id) await this.select(raw.id);
+      if (raw.action === 'ready') {
+        if (raw.page !== this.page || !this.panel) return;
+        this.ready = true;
+        // a page loaded again (a move to another editor group can reload it) shows the view it
+        // was built on: bring it to the current one
+        if (viewKey(this.view) !== this.pageView) {
+          const v = this.view;
+          await this.panel.webview.postMessage(v.kind === 'entry' ? { type: 'entry', id: v.id, html: this.lastEntryHtml } : { type: 'matrix' });
+        }
+      } else if ((raw.action === 'select' || raw.action === 'explain') && typeof raw.id === 'string' && raw.id) {
+        await this.show({ kind: 'entry', id: raw.id });
+      } else if (raw.action === 'matrix') await this.show({ kind: 'matrix' });
       else await commonAction(raw);
     } catch (e) {
       void vscode.window.showErrorMessage(`ddx: ${e instanceof Error ? e.message : String(e)}`);
@@ -129,6 +210,7 @@ export class Catalog implements vscode.Disposable {
 
   dispose(): void {
     this.panel?.dispose();
+    this.renderedEmitter.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -61,6 +61,8 @@ export interface WebMessage {
   id?: string;
   incident?: string;
   fix?: string;
+  /** The page a catalog page's `ready` comes from. */
+  page?: string;
 }
 
 export function isWebMessage(m: unknown): m is WebMessage {

@@ -118,14 +118,41 @@ export interface CatalogEntry {
   missing?: string[];
   config_patches?: Patch[];
   href?: string;
+  /** The hub's column (memory, communication, numerics, configuration, environment, checkpoint, parallelism, generic). */
+  family?: string;
+  /** The fix as code, one per stack where it differs. */
+  examples?: CatalogExample[];
+  /** The cheapest way to confirm the diagnosis. */
+  confirm?: string;
+  /** How the failure changes from 1 GPU to 1000+ GPUs. */
+  scale?: string;
+  /** Whether the failure also hits inference / serving. */
+  inference?: { affected?: string; note?: string };
+  /** Its row in the table of its look-alikes: every entry with the same group is one table. */
+  compare?: { group?: string; where?: string; separates?: string };
 }
 
-/** A catalog line of `ddx rules list`. */
+export interface CatalogExample {
+  stack: string;
+  title?: string;
+  lang?: string;
+  code: string;
+  why?: string;
+}
+
+/** One failure class of the catalog list (`ddx.catalog`, or a line of `ddx rules list`). */
 export interface CatalogItem {
   id: string;
   severity: string;
   role: string;
   title: string;
+  phase?: string;
+  priority?: number;
+  /** The hub's column; null (or absent) when the entry names none. */
+  family?: string | null;
+  /** The title of its look-alike group: items with the same group are look-alikes. */
+  group?: string | null;
+  related?: string[];
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -1,6 +1,6 @@
 // HTML of the diagnosis view and the catalog, rendered in the extension host from the server's
 // JSON (every string escaped); the webview script only forwards clicks (media/*.js).
-import { Candidate, CatalogEntry, Collateral, Incident, PatchOp, Report, formatRanks } from './report';
+import { Candidate, CatalogEntry, CatalogExample, CatalogItem, Collateral, Incident, PatchOp, Report, formatRanks } from './report';
 
 /** The one HTML escape of the webviews: every text from a report, a log or a rule pack goes through it. */
 export function esc(s: unknown): string {
@@ -240,23 +240,225 @@ export function fixesHtml(fixes: FixView[], idx: number, note?: string): string 
     `<p class="muted small">Each fix is an ordinary edit of the config: Undo (Ctrl+Z) in its editor takes it back.</p>`;
 }
 
-export function catalogEntryHtml(e: CatalogEntry): string {
+// ------------------------------------------------------------------------------------ catalog
+
+/** An axis of the catalog's matrix (the hub's, server/hub.c): an id and its heading. */
+export interface Axis {
+  id: string;
+  title: string;
+}
+
+/** The matrix's rows: the phase a failure happens in, in the order of a job's life. */
+export const CATALOG_PHASES: readonly Axis[] = [
+  { id: 'launch', title: 'Launch' },
+  { id: 'init', title: 'Init: build, load, engine' },
+  { id: 'step', title: 'Training step' },
+  { id: 'communication', title: 'Communication' },
+  { id: 'numerics', title: 'Numerics' },
+  { id: 'checkpoint', title: 'Checkpoint' },
+  { id: 'serving', title: 'Serving' },
+];
+
+/** The matrix's columns: the family of a failure (an item that names none is Unclassified). */
+export const CATALOG_FAMILIES: readonly Axis[] = [
+  { id: 'memory', title: 'Memory' },
+  { id: 'communication', title: 'Communication' },
+  { id: 'numerics', title: 'Numerics' },
+  { id: 'configuration', title: 'Configuration' },
+  { id: 'environment', title: 'Build / environment' },
+  { id: 'checkpoint', title: 'Checkpoint' },
+  { id: 'parallelism', title: 'Parallelism' },
+  { id: 'generic', title: 'Generic' },
+];
+
+const UNCLASSIFIED: Axis = { id: 'unclassified', title: 'Unclassified' };
+const OTHER_PHASE: Axis = { id: 'other', title: 'Other phase' };
+
+const STACKS = new Map<unknown, string>([
+  ['pytorch', 'PyTorch'],
+  ['hf', 'HF Trainer / Accelerate'],
+  ['deepspeed', 'DeepSpeed'],
+  ['megatron', 'Megatron-LM'],
+  ['vllm', 'vLLM'],
+]);
+
+const AFFECTED = new Map<unknown, string>([['yes', 'Yes'], ['no', 'No'], ['partly', 'Partly']]);
+
+/** A string field of a rule (rule packs are JSON from anywhere: anything else counts as absent). */
+function text(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() !== '' ? v : undefined;
+}
+
+function axisOf(axes: readonly Axis[], v: unknown): Axis | undefined {
+  return axes.find((a) => a.id === v);
+}
+
+function titleOf(axes: readonly Axis[], v: unknown): string {
+  return axisOf(axes, v)?.title ?? String(v ?? '');
+}
+
+/** The column of an item: its family, or Unclassified (none, or one the matrix does not know). */
+export function familyColumn(i: CatalogItem): Axis {
+  return axisOf(CATALOG_FAMILIES, i.family) ?? UNCLASSIFIED;
+}
+
+/** The row of an item: its phase, or "Other phase" (an old server's list names none). */
+export function phaseRow(i: CatalogItem): Axis {
+  return axisOf(CATALOG_PHASES, i.phase) ?? OTHER_PHASE;
+}
+
+function matrixItem(i: CatalogItem): string {
+  return `<button class="item sev-${esc(i.severity)}" data-action="select" data-id="${esc(i.id)}" title="${esc(i.title)}" ` +
+    `aria-label="${esc(i.id)}: ${esc(i.title)}"><code>${esc(i.id).replace(/\./g, '.<wbr>')}</code><span class="t">${esc(i.title)}</span></button>`;
+}
+
+/**
+ * The hub: every failure class in a phase x family table, each a button that opens its entry.
+ * Rows are the 7 phases, columns the 8 families, plus "Unclassified" only when an item names no
+ * family (and an "Other phase" row only when an item's phase is not one of the 7).
+ */
+export function catalogMatrixHtml(items: readonly CatalogItem[]): string {
+  const sorted = [...items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const cols: Axis[] = [...CATALOG_FAMILIES];
+  if (sorted.some((i) => familyColumn(i) === UNCLASSIFIED)) cols.push(UNCLASSIFIED);
+  const rows: Axis[] = [...CATALOG_PHASES];
+  if (sorted.some((i) => phaseRow(i) === OTHER_PHASE)) rows.push(OTHER_PHASE);
+  const count = (n: number): string => (n ? ` <span class="count">${n}</span>` : '');
+  const head = cols
+    .map((c) => `<th scope="col" data-family="${esc(c.id)}">${esc(c.title)}${count(sorted.filter((i) => familyColumn(i) === c).length)}</th>`)
+    .join('');
+  const body = rows
+    .map((r) => {
+      const inRow = sorted.filter((i) => phaseRow(i) === r);
+      const cells = cols
+        .map((c) => {
+          const here = inRow.filter((i) => familyColumn(i) === c);
+          return `<td data-phase="${esc(r.id)}" data-family="${esc(c.id)}"${here.length ? '' : ' class="empty"'}>${here.map(matrixItem).join('')}</td>`;
+        })
+        .join('');
+      return `<tr data-phase="${esc(r.id)}"><th scope="row">${esc(r.title)}${count(inRow.length)}</th>${cells}</tr>`;
+    })
+    .join('');
+  return `<table class="matrix" aria-label="Failure classes by phase (rows) and family (columns)">` +
+    `<thead><tr><th scope="col" class="corner">Phase \\ family</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+/** What the catalog page shows first: the matrix, or an entry (its HTML). */
+export interface CatalogInitial {
+  id: string;
+  html: string;
+}
+
+/**
+ * The catalog page: a bar (back to the matrix, the filter), the matrix and the entry; one of the
+ * two is hidden (media/catalog.js switches them when the extension posts another view).
+ */
+export function catalogShellHtml(items: readonly CatalogItem[], page: string, entry?: CatalogInitial): string {
+  const view = entry ? 'entry' : 'matrix';
+  return `<div class="catalog" id="catalog" data-view="${view}" data-page="${esc(page)}"${entry ? ` data-id="${esc(entry.id)}"` : ''}>` +
+    `<div class="bar" role="toolbar" aria-label="Failure catalog">` +
+    `<button class="secondary" id="to-matrix" data-action="matrix" title="All failure classes by phase and family"${entry ? '' : ' hidden'}>← Phase × family</button>` +
+    `<input id="filter" type="search" placeholder="Filter ${items.length} failures" aria-label="Filter the failure classes"${entry ? ' hidden' : ''}>` +
+    `</div>` +
+    `<section id="matrix" aria-labelledby="matrix-h"${entry ? ' hidden' : ''}>` +
+    `<h1 id="matrix-h">Failure catalog</h1>` +
+    `<p class="muted">${items.length} failure classes by the phase they happen in (rows) and their family (columns). Pick one to read its entry.</p>` +
+    `<div class="matrix-wrap">${catalogMatrixHtml(items)}</div></section>` +
+    `<div id="entry" aria-live="polite"${entry ? '' : ' hidden'}>${entry ? entry.html : ''}</div></div>`;
+}
+
+/** What an entry links to besides itself: the catalog list and the look-alikes' own entries. */
+export interface CatalogEntryContext {
+  /** The catalog list (`ddx.catalog`): the look-alike group's other members, the related titles. */
+  items?: readonly CatalogItem[];
+  /** The look-alikes' entries, for their "where" and "what separates it" (absent ones: the list's title only). */
+  lookalikes?: readonly CatalogEntry[];
+}
+
+function idLink(id: string, items: readonly CatalogItem[] | undefined): string {
+  const item = items?.find((i) => i.id === id);
+  if (items && !item) return `<code>${esc(id)}</code> <span class="muted">(not in this catalog)</span>`;
+  return `<button class="link" data-action="explain" data-id="${esc(id)}" title="${esc(item?.title ?? id)}"><code>${esc(id)}</code></button>`;
+}
+
+function examplesHtml(examples: unknown): string {
+  const v = Array.isArray(examples)
+    ? examples.filter((x): x is CatalogExample => typeof x === 'object' && x !== null && text((x as CatalogExample).code) !== undefined)
+    : [];
+  if (!v.length) return '';
+  return `<section class="examples"><h2>Code per stack</h2>` +
+    v.map((x) => {
+      const stack = STACKS.get(x.stack) ?? text(x.stack) ?? 'Any stack';
+      const title = text(x.title);
+      const lang = text(x.lang);
+      return `<h3 class="stack" data-stack="${esc(x.stack)}">${esc(stack)}${title ? `: ${esc(title)}` : ''}</h3>` +
+        `<pre class="code" tabindex="0"${lang ? ` data-lang="${esc(lang)}"` : ''} aria-label="${esc(stack)} code"><code>${esc(x.code)}</code></pre>` +
+        (text(x.why) ? `<p><em>Why it works:</em> ${prose(x.why)}</p>` : '');
+    }).join('') +
+    `</section>`;
+}
+
+function inferenceHtml(inf: CatalogEntry['inference']): string {
+  if (typeof inf !== 'object' || inf === null) return '';
+  const affected = text(inf.affected);
+  const note = text(inf.note);
+  if (!affected && !note) return '';
+  const word = affected ? AFFECTED.get(affected) ?? affected : '';
+  return `<section class="inference"><h2>Inference</h2><p>${word ? `<strong>${esc(word)}.</strong> ` : ''}${prose(note)}</p></section>`;
+}
+
+/** The look-alikes: the other classes of its group, each a link, with what separates them. */
+function lookalikesHtml(e: CatalogEntry, ctx: CatalogEntryContext): string {
+  const cmp = typeof e.compare === 'object' && e.compare !== null ? e.compare : undefined;
+  const group = text(cmp?.group) ?? text(ctx.items?.find((i) => i.id === e.id)?.group);
+  if (!group) return '';
+  const others = (ctx.items ?? []).filter((i) => i.id !== e.id && i.group === group);
+  const entries = new Map((ctx.lookalikes ?? []).map((x) => [x.id, x]));
+  const row = (id: string, title: string, phase: unknown, where: unknown, separates: unknown, self: boolean): string =>
+    `<tr${self ? ' class="self"' : ''}><td>${self ? `<code>${esc(id)}</code> <span class="muted">(this one)</span>` : idLink(id, ctx.items)}` +
+    `<div class="sub">${esc(title)}</div></td><td>${esc(titleOf(CATALOG_PHASES, phase))}</td>` +
+    `<td>${prose(text(where))}</td><td>${prose(text(separates))}</td></tr>`;
+  const rows = others.map((i) => {
+    const x = entries.get(i.id);
+    const c = x && typeof x.compare === 'object' && x.compare !== null ? x.compare : undefined;
+    return row(i.id, i.title, i.phase, c?.where, c?.separates, false);
+  });
+  return `<section class="lookalikes" aria-labelledby="lookalikes-h"><h2 id="lookalikes-h">Look-alikes <span class="muted">— ${esc(group)}</span></h2>` +
+    (text(cmp?.separates) ? `<p><strong>What separates it:</strong> ${prose(cmp?.separates)}</p>` : '') +
+    (rows.length
+      ? `<table class="collateral compare"><thead><tr><th scope="col">Class</th><th scope="col">Phase</th><th scope="col">Where</th>` +
+        `<th scope="col">What separates it</th></tr></thead><tbody>` +
+        row(e.id, e.title, e.phase, cmp?.where, cmp?.separates, true) + rows.join('') + `</tbody></table>`
+      : `<p class="muted">No other class of this catalog is in this group.</p>`) +
+    `</section>`;
+}
+
+export function catalogEntryHtml(e: CatalogEntry, ctx: CatalogEntryContext = {}): string {
+  const family = text(e.family) ?? text(ctx.items?.find((i) => i.id === e.id)?.family);
+  const related = Array.isArray(e.related) ? e.related.filter((r): r is string => typeof r === 'string' && r !== '') : [];
   return `<article class="incident primary"><header class="incident-head sev-${esc(e.severity ?? 'error')}">` +
-    `<div class="kicker">${esc([e.framework, e.phase, e.role].filter(Boolean).join(' · '))}</div><h1>${esc(e.title)}</h1>` +
+    `<div class="kicker">${esc([e.framework, e.phase, family ? titleOf(CATALOG_FAMILIES, family) : undefined, e.role].filter(Boolean).join(' · '))}</div>` +
+    `<h1 tabindex="-1">${esc(e.title)}</h1>` +
     `<div class="meta"><code class="id">${esc(e.id)}</code>${e.severity ? `<span class="badge sev-${esc(e.severity)}">${esc(e.severity)}</span>` : ''}` +
-    `${(e.tags ?? []).map((t) => `<span class="tag">${esc(t)}</span>`).join('')}</div></header>` +
+    `${(Array.isArray(e.tags) ? e.tags : []).map((t) => `<span class="tag">${esc(t)}</span>`).join('')}</div></header>` +
     (e.summary ? `<section><h2>Summary</h2><p><strong>${prose(e.summary)}</strong></p></section>` : '') +
     (e.mechanism ? `<section><h2>Why it happens</h2><p>${prose(e.mechanism)}</p></section>` : '') +
     (e.symptoms ? `<section><h2>Symptoms</h2>${list(e.symptoms)}</section>` : '') +
+    (e.affects ? `<section><h2>Affects</h2>${list(e.affects)}</section>` : '') +
     (e.checklist ? `<section><h2>Checklist</h2>${list(e.checklist)}</section>` : '') +
+    (text(e.confirm) ? `<section class="confirm"><h2>Cheapest confirmation</h2><p>${prose(e.confirm)}</p></section>` : '') +
     (e.fix ? `<section><h2>Fix</h2>${list(e.fix, true)}</section>` : '') +
-    verifyHtml(e.verify, 0) +
-    (e.prevention ? `<section><h2>Prevention</h2>${list(e.prevention)}</section>` : '') +
     (e.config_patches && e.config_patches.length
       ? `<section><h2>ds_config.json quick fixes</h2><ul>${e.config_patches.map((p) => `<li>${esc(p.title)}${(p.ops ?? []).length ? ` <span class="changes">${(p.ops ?? []).map((o) => `<code>${esc(describeOp(o))}</code>`).join(' ')}</span>` : ''}</li>`).join('')}</ul></section>`
       : '') +
+    examplesHtml(e.examples) +
+    verifyHtml(e.verify, 0) +
+    (e.prevention ? `<section><h2>Prevention</h2>${list(e.prevention)}</section>` : '') +
+    (text(e.scale) ? `<section class="scale"><h2>From 1 to 1000+ GPUs</h2><p>${prose(e.scale)}</p></section>` : '') +
+    inferenceHtml(e.inference) +
     (e.missing ? `<section><h2>Facts that decide it</h2>${list(e.missing)}</section>` : '') +
-    (e.related && e.related.length ? `<section><h2>Related</h2><p>${e.related.map((r) => `<button class="link" data-action="explain" data-id="${esc(r)}">${esc(r)}</button>`).join(' · ')}</p></section>` : '') +
+    lookalikesHtml(e, ctx) +
+    (related.length ? `<section class="related"><h2>Related</h2><p>${related.map((r) => idLink(r, ctx.items)).join(' · ')}</p></section>` : '') +
     referencesHtml(e.references) +
     (e.href ? `<p class="muted small">Rule file: <button class="link" data-action="open" data-url="${esc(e.href)}">${esc(e.href.replace(/^.*\/rules\//, 'rules/'))}</button></p>` : '') +
     `</article>`;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the VS Code extension in the real VS Code (code-server 4.100.3 = VS Code
 # 1.100.3 web, headless Debian Chromium driven by playwright-core):
+#   0. checks without VS Code: the settings (manifest-check.js), the catalog's HTML (view-check.js),
 #   1. extension tests INSIDE the extension host (extensionTestsPath; tests/vscode/suite),
 #   2. a UI run that screenshots the diagnosis view and the Problems panel (tests/vscode/ui.js).
 # Installs what it needs: Debian packages (as root), npm ci for the extension and for code-server
@@ -68,6 +69,9 @@ grep -i 'copy-schema' "$CACHE/compile.log"
 # the settings in a hostile workspace, without VS Code (package.json scopes, the compiled reader)
 lap "manifest check"
 node "$here/manifest-check.js"; manifest_rc=$?
+# the catalog's HTML (matrix, entry, look-alikes, escaping) from the compiled pure functions
+lap "view check"
+node "$here/view-check.js"; view_rc=$?
 
 # --- 5. an isolated workspace, profile and home
 T=$(mktemp -d "${TMPDIR:-/tmp}/ddx-vscode-e2e.XXXXXX")
@@ -138,6 +142,7 @@ curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" || { cat "$T/cs.log"; ech
 
 passed=0; failed=0
 if [ $manifest_rc = 0 ]; then passed=$((passed + 1)); else echo "  FAIL manifest check"; failed=$((failed + 1)); fi
+if [ $view_rc = 0 ]; then passed=$((passed + 1)); else echo "  FAIL view check"; failed=$((failed + 1)); fi
 # --- 7. in-host extension tests
 lap "in-host extension tests"
 cd "$here"

@@ -1,6 +1,6 @@
 // UI run: drives code-server (VS Code web) in headless Chromium like a user and screenshots what
 // they see: the Problems panel for a multi-rank log, the diagnosis view, the notification of a
-// failed terminal command, the failure catalog.
+// failed terminal command, the failure catalog (its matrix and an entry).
 //   node ui.js PORT EXTENSION_DIR       (env WS_DIR: the workspace; SHOTS: where the PNGs go)
 'use strict';
 const { chromium } = require('playwright-core');
@@ -140,19 +140,43 @@ async function shot(page, name) {
     await sleep(500);
     await shot(page, 'terminal-notification.png');
 
-    // 4. the failure catalog, side by side
+    // 4. the failure catalog, side by side: it opens on the phase x family matrix, a cell opens
+    // its entry in the same view, its links open other entries, the bar goes back to the matrix
     await page.locator('.notifications-toasts .notification-toast .codicon-notifications-clear').first().click().catch(() => {});
     await palette(page, 'View: Toggle Panel Visibility');
     await palette(page, 'ddx: Failure Catalog');
-    await webviewFrame(page, '#filter');
+    await webviewFrame(page, '#matrix');
     await palette(page, 'View: Join All Editor Groups');
     await sleep(500);
-    const cat = await webviewFrame(page, '#filter'); // the view may be re-created by the move
-    await cat.locator('button.item[data-id="ds.oom.activations"]').click();
-    await cat.locator('#entry', { hasText: 'ds.oom.activations' }).waitFor({ timeout: 15000 });
+    const cat = await webviewFrame(page, '#matrix'); // the view may be re-created by the move
+    const cellItem = cat.locator('#matrix td button.item[data-id="ds.oom.activations"]');
+    await cellItem.waitFor({ state: 'visible', timeout: 15000 });
+    const phases = await cat.locator('#matrix table.matrix tbody tr').count();
+    const families = await cat.locator('#matrix table.matrix thead th[data-family]').count();
+    if (phases !== 7 || families < 8) throw new Error(`the catalog opens on a ${phases} x ${families} matrix, not 7 phases x 8+ families`);
+    await cat.locator('#entry').waitFor({ state: 'hidden' });
+    lap(`catalog opens on the matrix (${phases} phases x ${families} families, ${await cat.locator('#matrix button.item').count()} classes)`);
     await palette(page, 'Notifications: Clear All Notifications');
-    await sleep(500);
+    await page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'hidden' }).catch(() => {});
     await shot(page, 'catalog.png');
+    await cellItem.click();
+    const entry = cat.locator('#entry', { hasText: 'ds.oom.activations' });
+    await entry.waitFor({ state: 'visible', timeout: 15000 });
+    await cat.locator('#matrix').waitFor({ state: 'hidden' });
+    lap('a cell opens its entry in the same view');
+    await shot(page, 'catalog-entry.png');
+    // a look-alike (or, while the rules lack groups, a related class) opens its own entry
+    const links = cat.locator('#entry section.lookalikes button[data-action="explain"], #entry section.related button[data-action="explain"]');
+    if (await links.count()) {
+      const other = await links.first().getAttribute('data-id');
+      await links.first().click();
+      await cat.locator('#entry .meta code.id', { hasText: other }).waitFor({ state: 'visible', timeout: 15000 });
+      lap(`its link opens ${other}`);
+    }
+    await cat.locator('#to-matrix').click();
+    await cat.locator('#matrix').waitFor({ state: 'visible', timeout: 15000 });
+    await cat.locator('#entry').waitFor({ state: 'hidden' });
+    lap('the bar goes back to the matrix');
     ok = outside.size === 0;
     if (!ok) console.log('  non-local requests:', JSON.stringify([...outside]));
     console.log(`  UI run: ${ok ? 'PASS' : 'FAIL'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

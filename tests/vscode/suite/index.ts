@@ -18,6 +18,14 @@ interface Incident {
 interface Report {
   incidents: Incident[];
 }
+interface CatalogItem {
+  id: string;
+  title: string;
+  phase?: string;
+  family?: string | null;
+  group?: string | null;
+  related?: string[];
+}
 interface FailedCommand {
   commandLine: string;
   exitCode: number;
@@ -26,7 +34,16 @@ interface DdxApi {
   server: { start(): Promise<boolean>; restart(): Promise<boolean>; running: boolean; lastError: string | undefined; binary?: { path: string; source: string }; execute<T>(c: string, a: unknown[], t?: vscode.CancellationToken, p?: { report(m: string | undefined, pct: number | undefined): void }): Promise<T> };
   panel: { lastHtml: string; visible: boolean; onDidRender: vscode.Event<{ html: string; fixes: number }>; fixesFor(i: number): vscode.CodeAction[] };
   fixes: { apply(a: vscode.CodeAction, reveal?: boolean): Promise<boolean> };
-  catalog: { list(): Promise<{ id: string }[]>; explain(id: string): Promise<{ id: string; title: string }> };
+  catalog: {
+    list(): Promise<CatalogItem[]>;
+    explain(id: string): Promise<{ id: string; title: string }>;
+    invalidate(): void;
+    receive(m: unknown): Promise<void>;
+    current: { kind: 'matrix' } | { kind: 'entry'; id: string };
+    visible: boolean;
+    lastHtml: string;
+    lastEntryHtml: string;
+  };
   onDidDiagnoseTerminal: vscode.Event<{ command: FailedCommand; report: Report; message: string | undefined }>;
   lastDiagnosis(): { report: Report; source: { kind: string; label: string } } | undefined;
   ignoredSettings(): string[];
@@ -42,6 +59,13 @@ const EXAMPLE = 'logs/zero3-oom-8gpu.log';
 const CORPUS = 'logs/016-torchrun-exitcode-9-eight-sigterm-longchat.log';
 const TERMINAL_LOG = 'logs/076-ds-zero3-optimizer-step-oom-236b-interleaved.log';
 const expectations: Expect = JSON.parse(fs.readFileSync(path.join(WS, 'expect.json'), 'utf8')) as Expect;
+
+const PHASES = ['launch', 'init', 'step', 'communication', 'numerics', 'checkpoint', 'serving'];
+const FAMILIES = ['memory', 'communication', 'numerics', 'configuration', 'environment', 'checkpoint', 'parallelism', 'generic'];
+/** Two look-alike classes with every field of an entry and markup in their text (loaded as ddx.rules.extraPaths by one test). */
+const FIXTURE_RULES = path.join(__dirname, '..', 'catalog-rules');
+const LOOK_A = 'uitest.lookalike-a';
+const LOOK_B = 'uitest.lookalike-b';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
@@ -335,10 +359,107 @@ test('the failure catalog lists every id and explains one', async () => {
   const items = await api.catalog.list();
   assert.ok(items.length >= 30, `${items.length} failure classes`);
   assert.ok(items.some((i) => i.id === 'ds.oom.activations'));
+  assert.ok(items.every((i) => PHASES.includes(i.phase ?? '')), 'every item has one of the 7 phases');
+  assert.ok(items.every((i) => i.family === null || FAMILIES.includes(i.family ?? '')), 'every family is one of the 8, or null');
   const e = await api.catalog.explain('ds.oom.activations');
   assert.strictEqual(e.id, 'ds.oom.activations');
   await vscode.commands.executeCommand('ddx.explainFailure', 'nccl.watchdog-timeout');
+  assert.deepStrictEqual(api.catalog.current, { kind: 'entry', id: 'nccl.watchdog-timeout' }, 'opened for an id, the panel shows its entry');
+  assert.match(api.catalog.lastEntryHtml, /<code class="id">nccl\.watchdog-timeout<\/code>/);
 });
+
+/** The catalog panels open in the window (webview tabs of viewType ddx.catalog). */
+const catalogTabs = (): vscode.Tab[] =>
+  vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('ddx.catalog'));
+/** The data-ids of the links (data-action="explain") in a <section class="cls"> of an entry. */
+const sectionLinks = (html: string, cls: string): string[] => {
+  const m = new RegExp(`<section class="${cls}"[^>]*>([\\s\\S]*?)</section>`).exec(html);
+  return m ? [...m[1].matchAll(/data-action="explain" data-id="([^"]*)"/g)].map((x) => x[1]) : [];
+};
+/** Markup a rule's text could smuggle in, if anything were not escaped. */
+const RAW_MARKUP = /<(img|script|marquee|iframe|b|i|u)[\s>]/i;
+
+test('the failure catalog opens on the phase x family matrix; a cell opens its entry; an entry links its look-alikes', async () => {
+  const cfg = vscode.workspace.getConfiguration('ddx');
+  const had = cfg.inspect<string[]>('rules.extraPaths')?.globalValue;
+  assert.ok(fs.existsSync(path.join(FIXTURE_RULES, `${LOOK_A}.json`)), `the fixture rules are at ${FIXTURE_RULES}`);
+  // the catalog the server has after a settings change (the list is cached: ask again)
+  const catalogWith = (want: boolean): Promise<CatalogItem[]> =>
+    until(`the fixture classes ${want ? 'in' : 'out of'} the catalog`, 15000, async () => {
+      api.catalog.invalidate();
+      const l = await api.catalog.list();
+      return l.some((i) => i.id === LOOK_A) === want ? l : undefined;
+    });
+  await cfg.update('rules.extraPaths', [...(had ?? []), FIXTURE_RULES], vscode.ConfigurationTarget.Global);
+  try {
+    const items = await catalogWith(true);
+    const a = items.find((i) => i.id === LOOK_A);
+    assert.ok(a && a.family === 'memory' && a.phase === 'step' && a.group === 'uitest look-alikes <em>group</em>', `ddx.catalog gives family, phase and group: ${JSON.stringify(a)}`);
+    assert.ok(a.related?.includes(LOOK_B), 'and the related ids');
+
+    // opened without an id: a fresh panel shows the matrix
+    if (catalogTabs().length) await vscode.window.tabGroups.close(catalogTabs());
+    await until('the catalog panel closed', 5000, () => (api.catalog.visible ? undefined : true));
+    await vscode.commands.executeCommand('ddx.openCatalog');
+    assert.deepStrictEqual(api.catalog.current, { kind: 'matrix' });
+    const page = api.catalog.lastHtml;
+    assert.match(page, /data-view="matrix"/);
+    assert.match(page, /<div id="entry"[^>]*hidden/, 'the entry is hidden');
+    const head = page.slice(page.indexOf('<thead>'), page.indexOf('</thead>'));
+    const cols = [...head.matchAll(/<th scope="col" data-family="([^"]*)"/g)].map((m) => m[1]);
+    const unclassified = items.some((i) => !i.family);
+    assert.deepStrictEqual(cols, unclassified ? [...FAMILIES, 'unclassified'] : FAMILIES, `the columns: the 8 families${unclassified ? ' and Unclassified (an item has no family)' : ' (every item has one: no Unclassified)'}`);
+    const rows = [...page.matchAll(/<tr data-phase="([^"]*)"/g)].map((m) => m[1]);
+    assert.deepStrictEqual(rows, PHASES, 'the rows: the 7 phases');
+    const buttons = [...page.matchAll(/<button class="item[^"]*" data-action="select" data-id="([^"]*)"/g)].map((m) => m[1]);
+    assert.deepStrictEqual([...buttons].sort(), items.map((i) => i.id).sort(), 'every class is one clickable entry of the matrix');
+    const cells = [...page.matchAll(/<td data-phase="([^"]*)" data-family="([^"]*)"[^>]*>([\s\S]*?)<\/td>/g)];
+    assert.strictEqual(cells.length, PHASES.length * cols.length, 'a cell per phase and family');
+    const cellOf = (id: string): string | undefined => cells.filter((m) => m[3].includes(`data-id="${id}"`)).map((m) => `${m[1]} x ${m[2]}`)[0];
+    assert.strictEqual(cellOf(LOOK_A), 'step x memory');
+    assert.strictEqual(cellOf(LOOK_B), 'communication x communication');
+    assert.strictEqual(cellOf('ds.oom.activations'), `step x ${items.find((i) => i.id === 'ds.oom.activations')?.family ?? 'unclassified'}`);
+    assert.ok(!RAW_MARKUP.test(page) && page.includes('Test look-alike A &lt;img src=x onerror=alert(1)&gt;'), 'a title from a rule folder is escaped in the matrix');
+    await until('the catalog tab', 5000, () => (catalogTabs().length ? true : undefined));
+    assert.strictEqual(catalogTabs().length, 1, 'one catalog panel');
+
+    // a cell opens its entry in the same panel: the new fields, the look-alikes, related ids
+    await api.catalog.receive({ action: 'select', id: LOOK_A });
+    assert.deepStrictEqual(api.catalog.current, { kind: 'entry', id: LOOK_A });
+    assert.strictEqual(catalogTabs().length, 1, 'still one catalog panel');
+    const e = api.catalog.lastEntryHtml;
+    assert.ok(!RAW_MARKUP.test(e), `no markup from the rule's text: ${(RAW_MARKUP.exec(e) ?? [''])[0]}`);
+    for (const want of ['Code per stack', '>DeepSpeed: ds_config.json<', '>PyTorch<', '<em>Why it works:</em> It sets <code>x</code> &lt;b&gt;once&lt;/b&gt;.',
+      '&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;', 'Cheapest confirmation', '<code>python toy.py --gpus 1</code> &lt;b&gt;cheap&lt;/b&gt;',
+      'From 1 to 1000+ GPUs', '&lt;marquee&gt;scale', 'Inference', '<strong>Partly.</strong> Only when serving &lt;i&gt;too&lt;/i&gt;.',
+      'Look-alikes', 'uitest look-alikes &lt;em&gt;group&lt;/em&gt;', 'A says A_SEPARATES &lt;u&gt;here&lt;/u&gt;; B says B.', 'B_SEPARATES: B names the collective.']) {
+      assert.ok(e.includes(want), `the entry has ${want}`);
+    }
+    assert.deepStrictEqual(sectionLinks(e, 'lookalikes'), [LOOK_B], 'the look-alikes: the other item of its group, a link');
+    assert.deepStrictEqual(sectionLinks(e, 'related'), [LOOK_B, 'ds.oom.activations'], 'the related ids in the catalog are links');
+    assert.match(e, /<code>uitest\.not-in-the-catalog<\/code> <span class="muted">\(not in this catalog\)/);
+
+    // the look-alike link opens the other entry, whose look-alikes link back
+    await api.catalog.receive({ action: 'explain', id: sectionLinks(e, 'lookalikes')[0] });
+    assert.deepStrictEqual(api.catalog.current, { kind: 'entry', id: LOOK_B });
+    const b = api.catalog.lastEntryHtml;
+    assert.deepStrictEqual(sectionLinks(b, 'lookalikes'), [LOOK_A]);
+    for (const absent of ['Code per stack', 'Cheapest confirmation', '1000+ GPUs', 'Inference', 'undefined']) assert.ok(!b.includes(absent), `an entry without ${absent} shows none`);
+
+    // the way back to the matrix
+    await api.catalog.receive({ action: 'matrix' });
+    assert.deepStrictEqual(api.catalog.current, { kind: 'matrix' });
+
+    // opened for an id (a diagnostic's link): on its entry
+    await vscode.commands.executeCommand('ddx.openCatalog', 'ds.oom.activations');
+    assert.deepStrictEqual(api.catalog.current, { kind: 'entry', id: 'ds.oom.activations' });
+    assert.match(api.catalog.lastEntryHtml, /<code class="id">ds\.oom\.activations<\/code>/);
+    assert.strictEqual(catalogTabs().length, 1, 'the same panel');
+  } finally {
+    await cfg.update('rules.extraPaths', had, vscode.ConfigurationTarget.Global);
+    await catalogWith(false);
+  }
+}, 45000);
 
 test('the ds_config JSON schema flags a bad ds_config', async () => {
   const schema = path.join(vscode.extensions.getExtension('ddx-dev.ddx')!.extensionPath, 'client-vscode', 'schemas', 'ds_config.schema.json');
