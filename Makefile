@@ -121,7 +121,7 @@ test-vscode: build
 # The failure encyclopedia (ddx catalog --html) in headless Chromium over file://:
 # every class, link and fragment, the search with and without scripts, a team catalog.
 # make test writes its screenshots into build/screenshots; make screenshots
-# refreshes docs/screenshots/catalog-hub.png and catalog-entry.png.
+# refreshes docs/screenshots/site-hub.png and site-entry.png.
 test-catalog: build
 	bash tests/catalog/run.sh $(BUILD)/ddx
 

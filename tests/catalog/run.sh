@@ -4,7 +4,7 @@
 # chromium package (apt-get, as root) and the root npm packages (npm ci, reused while
 # package-lock.json matches, the same marker as tests/vscode/run.sh).
 # usage: tests/catalog/run.sh path/to/ddx     prints "N passed, M failed"; exit 0 only when all pass
-#   SHOTS=dir   where catalog-hub.png and catalog-entry.png go (default build/screenshots)
+#   SHOTS=dir   where site-hub.png and site-entry.png go (default build/screenshots)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -315,7 +315,7 @@ function copyRule(id, dir, newId, newTitle) {
         }
         return `${hs.length} groups, ${document.querySelectorAll('table.compare tbody tr').length} rows`;
       }));
-    await page.screenshot({ path: path.join(SHOTS, 'catalog-hub.png') });
+    await page.screenshot({ path: path.join(SHOTS, 'site-hub.png') });
 
     // --- the search
     const before = await searchState(page);
@@ -412,7 +412,7 @@ function copyRule(id, dir, newId, newTitle) {
         if (probs.length) throw new Error(probs.join('; '));
         return `${adds.length} added diff lines, ${document.querySelectorAll('h2[id]').length} sections`;
       }, ENTRY));
-    await page.screenshot({ path: path.join(SHOTS, 'catalog-entry.png'), fullPage: true });
+    await page.screenshot({ path: path.join(SHOTS, 'site-entry.png'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 2000 } });
 
     // --- a team catalog: the built-in rules and a folder of one's own
     const team = path.join(T, 'team');
@@ -452,7 +452,7 @@ function copyRule(id, dir, newId, newTitle) {
       assert(!log.outside.size, `requests: ${few(log.outside)}`);
       assert(!log.errors.length, few(log.errors, 5));
     });
-    for (const f of ['catalog-hub.png', 'catalog-entry.png']) {
+    for (const f of ['site-hub.png', 'site-entry.png']) {
       await check(`screenshot ${path.relative(ROOT, path.join(SHOTS, f))}`, () => {
         const p = path.join(SHOTS, f);
         assert(fs.existsSync(p) && fs.statSync(p).size > 10000, 'missing or empty');
