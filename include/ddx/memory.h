@@ -40,6 +40,15 @@ typedef struct ddx_mem_model {
   bool gated_mlp;      /* SwiGLU-style MLP (Llama, Mistral, Qwen: 3 matrices) */
   double experts;      /* MoE: num_local_experts / num_experts (0: dense) */
   double experts_per_token;
+  /* What the layer's PyTorch code saves for backward beyond Korthikanti's
+   * Megatron kernels (false everywhere = the paper's 34*s*b*h; see
+   * docs/memory.md for the tensors each adds). */
+  bool rms_norm;         /* RMSNorm computed in fp32 in Python (HF Llama-family: rms_norm_eps) */
+  bool rope;             /* rotary embeddings applied in Python (rope_theta, rotary_*) */
+  bool no_dropout;       /* attention / residual dropout 0 (no masks saved) */
+  bool softmax_fp32;     /* attention softmax upcast to fp32 (HF eager Llama-family) */
+  double largest_module; /* params of the largest single module (ZeRO-3 gathers one at a time);
+                            0: derived from the shape */
 } ddx_mem_model_t;
 
 /* Reads the shape from a Hugging Face config.json text (text_config of a
@@ -52,15 +61,15 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
  * the config". */
 typedef struct ddx_mem_inputs {
   ddx_mem_model_t model;
-  double seq_len;      /* s */
-  double micro_batch;  /* b; 0: the config's train_micro_batch_size_per_gpu */
-  int64_t world_size;  /* all ranks; 0: unknown (ZeRO partitions then shown per N) */
-  int64_t tp, pp, sp;  /* tensor / pipeline / sequence parallel sizes (0 = 1) */
-  double gpu_bytes;    /* memory of one GPU (a flag, a setting or an OOM's total) */
-  int flash_attention; /* 1 yes (SDPA / FlashAttention), 0 no, -1 unknown: a range */
-  int checkpointing;   /* 1 full activation checkpointing, 0 none, -1 from the config
-                          (activation_checkpointing.partition_activations etc.) or
-                          unknown: a range */
+  double seq_len;            /* s */
+  double micro_batch;        /* b; 0: the config's train_micro_batch_size_per_gpu */
+  int64_t world_size;        /* all ranks; 0: unknown (ZeRO partitions then shown per N) */
+  int64_t tp, pp, sp;        /* tensor / pipeline / sequence parallel sizes (0 = 1) */
+  double gpu_bytes;          /* memory of one GPU (a flag, a setting or an OOM's total) */
+  int flash_attention;       /* 1 yes (SDPA / FlashAttention), 0 no, -1 unknown: a range */
+  int checkpointing;         /* 1 full activation checkpointing, 0 none, -1 from the config
+                                (activation_checkpointing.partition_activations etc.) or
+                                unknown: a range */
   double cuda_context_bytes; /* 0: the default (stated in the term) */
   double reserve_fraction;   /* allocator reserve as a fraction of the peak; 0: default */
   const char *gpu_from, *model_from, *world_from; /* where facts came from, for messages */
@@ -92,7 +101,7 @@ typedef enum {
 } ddx_mem_verdict_t;
 
 typedef struct ddx_mem_estimate {
-  bool valid;       /* a model shape was known */
+  bool valid;        /* a model shape was known */
   char missing[160]; /* what else would sharpen it ("sequence length", ...) */
   /* the config as read */
   int stage;
@@ -127,9 +136,8 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
  * entry as JSON text: "set", "remove", "multiply" ops on dotted paths),
  * and the bytes it saves on the GPU (lo/hi of before minus after; negative
  * when it costs memory). False when the patch does not apply to config. */
-bool ddx_mem_patch_saving(const json_t *config, const char *patch_json,
-                          const ddx_mem_inputs_t *in, ddx_mem_estimate_t *after, double *saved_lo,
-                          double *saved_hi);
+bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const ddx_mem_inputs_t *in,
+                          ddx_mem_estimate_t *after, double *saved_lo, double *saved_hi);
 
 /* Renderings: a text table (check-config), Markdown (hover) and a JSON
  * object (check-config --format json: {peak: {lo, hi}, gpu, verdict,

@@ -1,0 +1,990 @@
+/* memory.c - the memory model (ddx/memory.h): the peak GPU memory of one
+ * rank as named terms with a low and a high bound.
+ *
+ * Sources of the formulas:
+ *   - model states: Rajbhandari et al., "ZeRO" (2020), section 3/5 with
+ *     mixed-precision Adam K = 12: stage 0 (2+2+K)P, stage 1 (2+2+K/N)P,
+ *     stage 2 (2+(2+K)/N)P, stage 3 (2+2+K)P/N; plus what DeepSpeed's
+ *     estimators (estimate_zero2/3_model_states_mem_needs) count beyond the
+ *     paper: the fp32 gradient partition built at the optimizer step and,
+ *     for stage 2, gradients kept unpartitioned until their bucket is
+ *     reduced (a range: the paper is the low bound, DeepSpeed the high);
+ *   - activations: Korthikanti et al., "Reducing Activation Recomputation
+ *     in Large Transformer Models" (2022), s*b*h*(34 + 5*a*s/h) per layer,
+ *     generalised tensor by tensor (see layer_tensors) and checked against
+ *     the bytes PyTorch's autograd saves (tests/memory/measure.py);
+ *   - buckets: DeepSpeed's ZeRO config docs (reduce_bucket_size,
+ *     allgather_bucket_size, overlap_comm's 4.5x as the HF docs state it).
+ * Everything is bytes per rank; docs/memory.md has the whole model. */
+#include "ddx/memory.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ------------------------------------------------------------ JSON helpers */
+
+static const json_t *cfg_at(const json_t *o, const char *dotted) {
+  char key[128];
+  const char *p = dotted;
+  while (o && *p) {
+    const char *dot = strchr(p, '.');
+    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    if (n >= sizeof key || !json_is_object(o)) return NULL;
+    memcpy(key, p, n);
+    key[n] = 0;
+    o = json_object_get(o, key);
+    p = dot ? dot + 1 : p + n;
+  }
+  return o;
+}
+
+static bool is_auto(const json_t *v) {
+  return json_is_string(v) && !strcmp(json_string_value(v), "auto");
+}
+
+/* A number (a numeric string too: "5e8"), else def. */
+static double num_or(const json_t *v, double def) {
+  if (json_is_number(v)) return json_number_value(v);
+  if (json_is_string(v) && !is_auto(v)) {
+    char *e;
+    double d = strtod(json_string_value(v), &e);
+    if (e != json_string_value(v) && !*e) return d;
+  }
+  return def;
+}
+
+static bool enabled(const json_t *block) {
+  if (json_is_true(block)) return true;
+  const json_t *e = json_object_get(block, "enabled");
+  return json_is_true(e) || (json_is_integer(e) && json_integer_value(e) != 0);
+}
+
+static const char *offload_device(const json_t *block) {
+  if (json_is_true(block)) return "cpu";
+  const char *d = json_string_value(json_object_get(block, "device"));
+  if (!d || !strcmp(d, "none") || !strcmp(d, "auto")) return "none";
+  if (!strcmp(d, "cpu")) return "cpu";
+  if (!strcmp(d, "nvme")) return "nvme";
+  return "none";
+}
+
+/* ------------------------------------------------------------ model shape */
+
+static double jnum(const json_t *o, const char *const *keys) {
+  for (; *keys; keys++) {
+    json_t *v = json_object_get(o, *keys);
+    if (json_is_number(v) && json_number_value(v) > 0) return json_number_value(v);
+  }
+  return 0;
+}
+
+static bool jhas(const json_t *o, const char *const *keys) {
+  for (; *keys; keys++)
+    if (json_object_get(o, *keys) && !json_is_null(json_object_get(o, *keys))) return true;
+  return false;
+}
+
+/* Per-layer parameters of the shape (attention + MLP, experts counted). */
+static double layer_params(const ddx_mem_model_t *m) {
+  double h = m->hidden, a = m->heads > 0 ? m->heads : 1;
+  double kv = m->kv_heads > 0 ? m->kv_heads : a;
+  double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
+  double attn = 2 * h * h + 2 * h * h * kv / a;
+  double mlp = (m->gated_mlp ? 3 : 2) * h * inter;
+  if (m->experts > 0) mlp = mlp * m->experts + h * m->experts;
+  return attn + mlp + 4 * h;
+}
+
+static double model_params(const ddx_mem_model_t *m) {
+  if (m->params > 0) return m->params;
+  if (!(m->hidden > 0 && m->layers > 0)) return 0;
+  double emb = m->vocab * m->hidden * (m->tied ? 1 : 2);
+  return m->layers * layer_params(m) + emb;
+}
+
+static double largest_module(const ddx_mem_model_t *m) {
+  if (m->largest_module > 0) return m->largest_module;
+  double h = m->hidden, inter = m->intermediate > 0 ? m->intermediate : 4 * h;
+  double big = h * inter;
+  if (m->vocab * h > big) big = m->vocab * h;
+  if (h * h > big) big = h * h;
+  return big;
+}
+
+bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, char *how,
+                           size_t howcap) {
+  memset(out, 0, sizeof *out);
+  if (how && howcap) how[0] = 0;
+  json_t *root = json_loadb(json, len, 0, NULL);
+  if (!json_is_object(root)) {
+    json_decref(root);
+    return false;
+  }
+  static const char *const count_keys[] = {"num_parameters", "n_params", "num_params", NULL};
+  static const char *const hk[] = {"hidden_size", "n_embd", "d_model", "dim", NULL};
+  static const char *const lk[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
+  static const char *const vk[] = {"vocab_size", "padded_vocab_size", NULL};
+  static const char *const ik[] = {"intermediate_size", "n_inner", "ffn_dim",
+                                   "ffn_hidden_size",   "d_ff",    NULL};
+  static const char *const ak[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", NULL};
+  static const char *const kvk[] = {"num_key_value_heads", "num_kv_heads", "n_kv_heads", NULL};
+  static const char *const ek[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
+  static const char *const etk[] = {"num_experts_per_tok", "moe_top_k", "top_k", NULL};
+  static const char *const ropek[] = {
+      "rope_theta",      "rope_scaling",          "rotary_dim",      "rotary_pct",
+      "rotary_emb_base", "partial_rotary_factor", "rope_parameters", NULL};
+  static const char *const dropk[] = {"attn_pdrop",
+                                      "resid_pdrop",
+                                      "attention_dropout",
+                                      "hidden_dropout",
+                                      "dropout",
+                                      "attention_probs_dropout_prob",
+                                      "hidden_dropout_prob",
+                                      "embd_pdrop",
+                                      "dropout_rate",
+                                      NULL};
+  double given = jnum(root, count_keys);
+  const json_t *cfg = root;
+  bool ok = false;
+  for (int pass = 0; pass < 2 && !ok; pass++) {
+    double h = jnum(cfg, hk), l = jnum(cfg, lk);
+    if (h > 0 && l > 0) {
+      out->hidden = h;
+      out->layers = l;
+      out->vocab = jnum(cfg, vk);
+      out->heads = jnum(cfg, ak);
+      out->kv_heads = jnum(cfg, kvk);
+      if (json_is_true(json_object_get(cfg, "multi_query"))) out->kv_heads = 1;
+      out->intermediate = jnum(cfg, ik);
+      out->experts = jnum(cfg, ek);
+      out->experts_per_token = jnum(cfg, etk);
+      const char *act = json_string_value(json_object_get(cfg, "hidden_act"));
+      if (!act) act = json_string_value(json_object_get(cfg, "activation_function"));
+      if (!act) act = json_string_value(json_object_get(cfg, "hidden_activation"));
+      out->gated_mlp = act && (!strcmp(act, "silu") || !strcmp(act, "swiglu") ||
+                               !strncmp(act, "gelu_pytorch_tanh", 17) || !strcmp(act, "geglu"));
+      json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+      if (!tie) tie = json_object_get(root, "tie_word_embeddings");
+      /* transformers' default is tied */
+      out->tied = !json_is_false(tie);
+      out->rms_norm = json_object_get(cfg, "rms_norm_eps") != NULL;
+      out->rope = jhas(cfg, ropek) ||
+                  !strcmp(json_string_value(json_object_get(cfg, "position_embedding_type"))
+                              ? json_string_value(json_object_get(cfg, "position_embedding_type"))
+                              : "",
+                          "rotary");
+      /* dropout: any field above 0 keeps the masks; none present follows
+       * the family (Llama-style configs carry none and use none) */
+      bool any = false, positive = false;
+      for (const char *const *k = dropk; *k; k++) {
+        json_t *v = json_object_get(cfg, *k);
+        if (json_is_number(v)) any = true, positive |= json_number_value(v) > 0;
+      }
+      out->no_dropout = any ? !positive : out->rms_norm;
+      out->softmax_fp32 = out->rms_norm;
+      out->params = given;
+      if (!(out->params > 0)) out->params = model_params(out);
+      if (how)
+        snprintf(how, howcap,
+                 "%s%s: h %g, %g layers, %g heads (%g kv), intermediate %g, vocab %g%s%s",
+                 given > 0 ? "num_parameters; shape" : "shape", pass ? " (text_config)" : "", h, l,
+                 out->heads, out->kv_heads > 0 ? out->kv_heads : out->heads,
+                 out->intermediate > 0 ? out->intermediate : 4 * h, out->vocab,
+                 out->gated_mlp ? ", gated MLP" : "", out->experts > 0 ? ", MoE" : "");
+      ok = true;
+    }
+    cfg = json_object_get(root, "text_config");
+    if (!json_is_object(cfg)) break;
+  }
+  if (!ok && given > 0) {
+    out->params = given;
+    if (how) snprintf(how, howcap, "num_parameters (no shape)");
+    ok = true;
+  }
+  json_decref(root);
+  return ok;
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* The bytes one transformer layer saves for backward, tensor by tensor
+ * (Korthikanti et al. 2022, table 2, generalised; 2-byte activations,
+ * 1-byte dropout masks as PyTorch's fused dropout keeps them):
+ *
+ *   norm before attention and before the MLP, each:
+ *     LayerNorm: its input 2sbh (+ mean and rstd, fp32: 8sb);
+ *     RMSNorm in Python (HF Llama-family): x.to(float32) saved by pow/mul
+ *       4sbh, rsqrt 4sb, the normalised bf16 tensor saved by weight*x 2sbh;
+ *   attention: the QKV projection's input 2sbh; Q 2sbh; K and V 2sbh each
+ *     scaled by kv_heads/heads (GQA) where the kernel takes them as they
+ *     are (FlashAttention), at full width where the math path repeats them
+ *     (HF repeat_kv); RoPE in Python: q and rotate_half(q) saved by the two
+ *     multiplies, 4sbh, and the same for k (4sbh*kv/a); without flash the
+ *     softmax output 2as^2b (4as^2b when it is upcast to fp32, then 2as^2b
+ *     more for the bf16 copy the product with V saves), with dropout its
+ *     mask as^2b and output 2as^2b; with flash the output O (the output
+ *     projection's input: the same tensor) and the fp32 log-sum-exp 4asb;
+ *     the output projection's input 2sbh; the residual dropout mask sbh;
+ *   MLP of width I (4h, or intermediate_size): its input 2sbh; plain:
+ *     the activation's input 2sbI and output 2sbI (the second matrix's
+ *     input); gated (SwiGLU): gate output 2sbI (silu's input), silu output
+ *     and up output 2sbI each (saved by the multiply), the product 2sbI (the
+ *     down projection's input); MoE: times the experts per token; the
+ *     residual dropout mask sbh.
+ *
+ * For GPT-style layers (LayerNorm, dropout, 4h GELU MLP, MHA) this sums to
+ * the paper's s*b*h*(34 + 5*a*s/h) plus the small fp32 norm statistics.
+ * Under tensor parallelism the norms' inputs, the two projections' inputs
+ * and the dropout masks after them are replicated (10sbh in the paper),
+ * the rest divided by tp; sequence parallelism divides everything. */
+double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double b, double tp,
+                                      bool sequence_parallel, bool flash, bool checkpointed) {
+  double h = m->hidden;
+  if (!(h > 0) || !(s > 0) || !(b > 0)) return 0;
+  if (!(tp >= 1)) tp = 1;
+  double a = m->heads > 0 ? m->heads : h / 64.0;
+  double r = m->kv_heads > 0 && m->heads > 0 ? m->kv_heads / m->heads : 1.0;
+  double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
+  double sbh = s * b * h, sb = s * b;
+  if (checkpointed) /* only the layer's input is kept */
+    return 2 * sbh / (sequence_parallel ? tp : 1);
+  bool drop = !m->no_dropout;
+  double rep = 0, part = 0; /* replicated across tp ranks / divided by tp */
+  /* norms */
+  if (m->rms_norm)
+    rep += 2 * (6 * sbh + 4 * sb);
+  else
+    rep += 2 * (2 * sbh + 8 * sb);
+  /* attention */
+  rep += 2 * sbh; /* QKV input */
+  double kvw = flash ? r : 1.0;
+  part += 2 * sbh + 2 * 2 * sbh * kvw; /* Q, K, V as the attention kernel saves them */
+  if (m->rope) part += 4 * sbh + 4 * sbh * r;
+  if (flash) {
+    part += 4 * a * s * b; /* log-sum-exp; O is the projection's input below */
+  } else {
+    double ss = a * s * s * b;
+    part += (m->softmax_fp32 ? 4 : 2) * ss;
+    if (drop)
+      part += 3 * ss; /* mask + dropout output */
+    else if (m->softmax_fp32)
+      part += 2 * ss; /* the bf16 probabilities */
+  }
+  part += 2 * sbh; /* output projection input */
+  if (drop) rep += sbh;
+  /* MLP */
+  rep += 2 * sbh;
+  double mlp = (m->gated_mlp ? 8 : 4) * sb * inter;
+  if (m->experts > 0 && m->experts_per_token > 1) mlp *= m->experts_per_token;
+  part += mlp;
+  if (drop) rep += sbh;
+  return (sequence_parallel ? rep / tp : rep) + part / tp;
+}
+
+/* ------------------------------------------------------------ estimate */
+
+/* A string cut to cap - 1 bytes, never inside a UTF-8 sequence. */
+static void copy_trunc(char *dst, size_t cap, const char *src) {
+  size_t n = strlen(src);
+  if (n >= cap) {
+    n = cap - 1;
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+      n--;
+  }
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, const char *what,
+                     const char *formula, double lo, double hi, bool cpu) {
+  if (e->nterms == DDX_MEM_MAX_TERMS) return;
+  if (hi < lo) {
+    double t = hi;
+    hi = lo, lo = t;
+  }
+  ddx_mem_term_t *t = &e->terms[e->nterms++];
+  copy_trunc(t->what, sizeof t->what, what);
+  copy_trunc(t->formula, sizeof t->formula, formula);
+  t->lo = lo;
+  t->hi = hi;
+  t->group = g;
+  t->cpu = cpu;
+}
+
+static void add_missing(ddx_mem_estimate_t *e, const char *what) {
+  size_t n = strlen(e->missing);
+  snprintf(e->missing + n, sizeof e->missing - n, "%s%s", n ? ", " : "", what);
+}
+
+/* Optimizer state bytes per parameter beyond the weights and gradients
+ * (with mixed precision the fp32 master copy, 4, is added by the caller):
+ * Adam/AdamW/Lamb exp_avg + exp_avg_sq 8; SGD with momentum 4 (without 0);
+ * Adagrad the running sum of squares 4; Lion exp_avg 4; 8-bit Adam
+ * (bitsandbytes) two 1-byte states 2. */
+static double optimizer_states(const json_t *config, const char **name) {
+  const json_t *opt = json_object_get(config, "optimizer");
+  const char *type = json_string_value(json_object_get(opt, "type"));
+  if (!type) {
+    *name = "adamw"; /* HF Trainer's default client optimizer */
+    return 8;
+  }
+  char t[48];
+  size_t i = 0;
+  for (; type[i] && i + 1 < sizeof t; i++)
+    t[i] = (char)(type[i] >= 'A' && type[i] <= 'Z' ? type[i] + 32 : type[i]);
+  t[i] = 0;
+  if (strstr(t, "8bit") || strstr(t, "bnb")) {
+    *name = "8bit-adam";
+    return 2;
+  }
+  if (strstr(t, "sgd")) {
+    *name = "sgd";
+    return num_or(cfg_at(opt, "params.momentum"), 0) > 0 ? 4 : 0;
+  }
+  if (strstr(t, "adagrad")) {
+    *name = "adagrad";
+    return 4;
+  }
+  if (strstr(t, "lion")) {
+    *name = "lion";
+    return 4;
+  }
+  if (strstr(t, "adamw")) {
+    *name = "adamw";
+    return 8;
+  }
+  if (strstr(t, "adam") || strstr(t, "lamb")) {
+    *name = strstr(t, "lamb") ? "lamb" : "adam";
+    return 8;
+  }
+  *name = "unknown";
+  return 8;
+}
+
+static void fmt_coef(char *out, size_t cap, double c, const char *suffix) {
+  snprintf(out, cap, "%g%s", c, suffix);
+}
+
+int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_estimate_t *out,
+                     ddx_error_t *err) {
+  memset(out, 0, sizeof *out);
+  out->precision = "fp32";
+  out->optimizer = "unknown";
+  out->offload_optimizer = out->offload_param = "none";
+  if (!json_is_object(config))
+    return ddx_error_set(err, DDX_EINVAL, "the DeepSpeed config is not a JSON object");
+  ddx_mem_inputs_t dflt = {0};
+  if (!in) in = &dflt;
+  const ddx_mem_model_t *m = &in->model;
+  out->gpu_bytes = in->gpu_bytes > 0 ? in->gpu_bytes : 0;
+  double P = model_params(m);
+  const json_t *z = json_object_get(config, "zero_optimization");
+
+  /* --- the config as read */
+  const json_t *st = json_object_get(z, "stage");
+  int stage = json_is_integer(st) ? (int)json_integer_value(st) : 0;
+  if (stage < 0 || stage > 3) stage = 0;
+  if (is_auto(st)) add_missing(out, "ZeRO stage (\"auto\": 0 assumed)");
+  out->stage = stage;
+  const json_t *fp16 = json_object_get(config, "fp16"), *bf16 = json_object_get(config, "bf16");
+  if (!bf16) bf16 = json_object_get(config, "bfloat16");
+  bool b_on = enabled(bf16), f_on = enabled(fp16) || enabled(json_object_get(config, "amp"));
+  bool b_auto = is_auto(json_object_get(bf16, "enabled"));
+  bool f_auto = is_auto(json_object_get(fp16, "enabled"));
+  bool mixed = b_on || f_on || b_auto || f_auto;
+  out->precision = b_on ? "bf16" : f_on ? "fp16" : b_auto ? "bf16" : f_auto ? "fp16" : "fp32";
+  if (!b_on && !f_on && (b_auto || f_auto))
+    add_missing(out, "precision (\"auto\": 16-bit assumed, as --bf16/--fp16)");
+  double ostates = optimizer_states(config, &out->optimizer);
+  if (!json_object_get(config, "optimizer")) add_missing(out, "optimizer (AdamW assumed)");
+  const json_t *oo = json_object_get(z, "offload_optimizer");
+  const json_t *op = json_object_get(z, "offload_param");
+  if (!oo && json_is_true(json_object_get(z, "cpu_offload"))) oo = json_true();
+  bool off_opt = stage >= 1 && strcmp(offload_device(oo), "none");
+  bool off_param = stage == 3 && strcmp(offload_device(op), "none");
+  out->offload_optimizer = off_opt ? offload_device(oo) : "none";
+  out->offload_param = off_param ? offload_device(op) : "none";
+
+  int64_t tp = in->tp > 0 ? in->tp : 1, pp = in->pp > 0 ? in->pp : 1, sp = in->sp > 0 ? in->sp : 1;
+  int64_t dp = 1;
+  if (in->world_size > 0) {
+    /* sequence-parallel ranks (Megatron's tp group, DeepSpeed-Ulysses'
+     * group) stay inside ZeRO's data-parallel partitioning */
+    dp = in->world_size / (tp * pp);
+    if (dp < 1) dp = 1;
+  } else if (stage > 0) {
+    add_missing(out, "world size (N = 1 assumed)");
+  }
+  out->dp = dp;
+  double N = (double)dp;
+
+  /* micro batch: the config's number, else the input, else derived */
+  const json_t *mbv = json_object_get(config, "train_micro_batch_size_per_gpu");
+  double mb = json_is_number(mbv) ? json_number_value(mbv) : 0;
+  if (!(mb > 0) && in->micro_batch > 0) mb = in->micro_batch;
+  if (!(mb > 0)) {
+    double tb = num_or(json_object_get(config, "train_batch_size"), 0);
+    double gas = num_or(json_object_get(config, "gradient_accumulation_steps"), 0);
+    if (tb > 0 && gas > 0 && in->world_size > 0) mb = floor(tb / (gas * N));
+    if (mb < 1) mb = 0;
+  }
+  out->micro_batch = mb;
+  out->seq_len = in->seq_len > 0 ? in->seq_len : 0;
+
+  if (!(P > 0)) {
+    add_missing(out, "model (config.json or the parameter count)");
+    out->verdict = DDX_MEM_UNKNOWN;
+    return 0;
+  }
+  out->valid = true;
+
+  /* --- model states, per rank: P over tp x pp, partitioned over N */
+  double Pr = P / (double)(tp * pp);
+  double wb = mixed ? 2 : 4, gb = mixed ? 2 : 4;
+  double master = mixed ? 4 : 0, K = master + ostates;
+  char f[160], what[96];
+  const char *prec = mixed ? out->precision : "fp32";
+  double ratio = 1.0;
+  if (off_opt && stage == 3) {
+    ratio = num_or(json_object_get(oo, "ratio"), 1.0);
+    if (ratio < 0) ratio = 0;
+    if (ratio > 1) ratio = 1;
+  }
+  /* weights */
+  snprintf(what, sizeof what, "%s weights", prec);
+  if (stage < 3) {
+    fmt_coef(f, sizeof f, wb, "P");
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, wb * Pr, wb * Pr, false);
+  } else {
+    fmt_coef(f, sizeof f, wb, "P/N");
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, wb * Pr / N, wb * Pr / N, off_param);
+  }
+  /* gradients */
+  snprintf(what, sizeof what, "%s gradients", prec);
+  if (stage < 2) {
+    fmt_coef(f, sizeof f, gb, "P");
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr, gb * Pr, false);
+  } else if (off_opt) {
+    /* ZeRO-Offload: the reduced gradient partition goes to the host */
+    fmt_coef(f, sizeof f, gb, "P/N");
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr / N, true);
+  } else if (stage == 2 && N > 1) {
+    /* partitioned after each bucket's reduce (the paper) .. all live until
+     * reduced (DeepSpeed's estimate_zero2_model_states_mem_needs) */
+    snprintf(f, sizeof f, "%gP/N .. %gP", gb, gb);
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr, false);
+  } else {
+    fmt_coef(f, sizeof f, gb, "P/N");
+    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr / N, false);
+  }
+  /* optimizer states (with the fp32 master copy) */
+  if (mixed)
+    snprintf(what, sizeof what, "fp32 master + %s states", out->optimizer);
+  else
+    snprintf(what, sizeof what, "%s states", out->optimizer);
+  if (K > 0) {
+    if (stage == 0) {
+      fmt_coef(f, sizeof f, K, "P");
+      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr, K * Pr, false);
+    } else if (off_opt && ratio < 1.0) {
+      snprintf(f, sizeof f, "%gP/N x %.2f", K, 1.0 - ratio);
+      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N * (1 - ratio),
+               K * Pr / N * (1 - ratio), false);
+      snprintf(f, sizeof f, "%gP/N x %.2f", K, ratio);
+      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N * ratio, K * Pr / N * ratio, true);
+    } else {
+      fmt_coef(f, sizeof f, K, "P/N");
+      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N, K * Pr / N, off_opt);
+    }
+  }
+  /* the fp32 copy of the gradient partition DeepSpeed builds for the step
+   * (stage 1-3, 16-bit): not in the paper (low bound 0), in DeepSpeed's
+   * estimators (the 16P/N of zero2, the 18P/N of zero3) */
+  if (mixed && stage >= 1) {
+    snprintf(f, sizeof f, "0 .. 4P/N");
+    add_term(out, DDX_MEM_MODEL_STATES, "fp32 gradient partition (optimizer step)", f, 0,
+             4 * Pr / N, off_opt);
+  }
+
+  /* --- buffers */
+  double h = m->hidden;
+  double rbs_auto = h > 0 ? h * h : 5e8;
+  const json_t *rbv = json_object_get(z, "reduce_bucket_size");
+  double rbs = is_auto(rbv) ? rbs_auto : num_or(rbv, 5e8);
+  const json_t *ocv = json_object_get(z, "overlap_comm");
+  bool overlap = ocv ? json_is_true(ocv) : stage == 3;
+  if (stage == 0 && in->world_size != 1) {
+    /* the engine's flattened allreduce buffer (MEMORY_OPT_ALLREDUCE_SIZE 5e8) */
+    double ar = Pr < 5e8 ? Pr : 5e8;
+    add_term(out, DDX_MEM_BUFFERS, "allreduce buffer", "min(P, 5e8) x 2", 0, ar * gb, false);
+  } else if (stage == 1 || stage == 2) {
+    const json_t *abv = json_object_get(z, "allgather_bucket_size");
+    double abs = is_auto(abv) ? rbs_auto : num_or(abv, 5e8);
+    double lo = ((rbs < Pr ? rbs : Pr) + (abs < Pr ? abs : Pr)) * gb;
+    double hi = (rbs + abs) * gb * (overlap ? 4.5 : 1);
+    snprintf(f, sizeof f, "(%.3g + %.3g) x %g%s", rbs, abs, gb, overlap ? " x 4.5" : "");
+    add_term(out, DDX_MEM_BUFFERS, "reduce + allgather buckets", f, lo, hi, false);
+  } else if (stage == 3) {
+    double lo = (rbs < Pr ? rbs : Pr) * gb, hi = rbs * gb * (overlap ? 2 : 1);
+    snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2" : "");
+    add_term(out, DDX_MEM_BUFFERS, "reduce bucket", f, lo, hi, false);
+    /* gathered parameters: the largest module and its gradient at least
+     * (DeepSpeed's 4 x largest layer), up to a layer plus the prefetch
+     * bucket, bounded by stage3_max_live_parameters and P */
+    const json_t *pfv = json_object_get(z, "stage3_prefetch_bucket_size");
+    if (!pfv) pfv = json_object_get(z, "prefetch_bucket_size");
+    double pf = is_auto(pfv) ? (h > 0 ? 0.9 * h * h : 5e7) : num_or(pfv, 5e7);
+    const json_t *mlv = json_object_get(z, "stage3_max_live_parameters");
+    if (!mlv) mlv = json_object_get(z, "max_live_parameters");
+    double live = num_or(mlv, 1e9);
+    bool shape = h > 0 || m->largest_module > 0;
+    double big = shape ? largest_module(m) / (double)tp : 0;
+    double layer = h > 0 ? layer_params(m) / (double)tp : 0;
+    if (big > Pr) big = Pr;
+    double span = layer + pf;
+    if (span > live) span = live;
+    if (span > Pr) span = Pr;
+    if (span < big) span = big;
+    if (shape) {
+      snprintf(f, sizeof f, "4 x largest .. + 2 x min(layer + %.3g, %.3g)", pf, live);
+      add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 4 * big,
+               4 * big + 2 * span, false);
+    } else {
+      double g = live < Pr ? live : Pr;
+      snprintf(f, sizeof f, "0 .. 2 x min(%.3g, P)", live);
+      add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 0, 2 * g, false);
+      add_missing(out, "model shape (largest layer)");
+    }
+    /* persistent small parameters: every module below the threshold */
+    const json_t *ptv = json_object_get(z, "stage3_param_persistence_threshold");
+    if (!ptv) ptv = json_object_get(z, "param_persistence_threshold");
+    double thr = is_auto(ptv) ? (h > 0 ? 10 * h : 1e5) : num_or(ptv, 1e5);
+    if (h > 0 && m->layers > 0) {
+      double a = m->heads > 0 ? m->heads : 1, kv = m->kv_heads > 0 ? m->kv_heads : a;
+      double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
+      double mods[] = {h,
+                       h,
+                       h * h,
+                       h * h * kv / a,
+                       h * h * kv / a,
+                       h * h,
+                       h * inter,
+                       h * inter,
+                       m->gated_mlp ? h * inter : 0};
+      double keep = 0;
+      for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        if (mods[i] > 0 && mods[i] < thr) keep += mods[i];
+      keep = keep * m->layers / (double)(tp * pp) + (h < thr ? h : 0);
+      if (keep > 0) {
+        snprintf(f, sizeof f, "modules < %.3g params, x 2", thr);
+        add_term(out, DDX_MEM_BUFFERS, "persistent params (ZeRO-3)", f, keep * 2, keep * 2, false);
+      }
+    }
+  }
+
+  /* --- activations */
+  bool have_act = m->hidden > 0 && m->layers > 0 && out->seq_len > 0 && mb > 0;
+  if (!(m->hidden > 0 && m->layers > 0)) add_missing(out, "model shape");
+  if (!(out->seq_len > 0)) add_missing(out, "sequence length");
+  if (!(mb > 0)) add_missing(out, "micro batch (\"auto\")");
+  if (have_act) {
+    double s = out->seq_len, Lr = m->layers / (double)pp;
+    /* 1F1B keeps pp micro batches in flight on the first stage */
+    double inflight = (double)pp;
+    bool seqp = sp > 1;
+    /* Megatron's sequence parallel is the tp group (sp == tp); Ulysses
+     * splits the sequence over its own sp ranks */
+    double tpd = (double)tp * (seqp && sp != tp ? (double)sp : 1.0);
+    int ck = in->checkpointing;
+    const json_t *ac = json_object_get(config, "activation_checkpointing");
+    bool cpu_ckpt = json_is_true(json_object_get(ac, "cpu_checkpointing"));
+    bool part_act = json_is_true(json_object_get(ac, "partition_activations"));
+    if (ck < 0 && ac && (part_act || cpu_ckpt)) ck = 1;
+    int fl = in->flash_attention;
+    double scale = mixed ? 1 : 2; /* fp32 activations */
+    double full_lo = 1e300, full_hi = 0, ck_layer = 0;
+    for (int fa = 0; fa < 2; fa++) {
+      if (fl >= 0 && fa != fl) continue;
+      double v = ddx_mem_layer_activation_bytes(m, s, mb, tpd, seqp, fa, false) * scale;
+      if (v < full_lo) full_lo = v;
+      if (v > full_hi) full_hi = v;
+    }
+    ck_layer = ddx_mem_layer_activation_bytes(m, s, mb, tpd, seqp, false, true) * scale;
+    if (part_act && tp > 1 && !seqp) ck_layer /= tpd;
+    const char *fl_txt = fl == 1 ? "flash" : fl == 0 ? "math attention" : "flash or math";
+    if (ck == 1 || ck < 0) {
+      /* checkpointed: each layer's input, plus one layer recomputed */
+      snprintf(f, sizeof f, "2sbh x %g layers x %g", Lr, inflight);
+      add_term(out, DDX_MEM_ACTIVATIONS, "checkpointed layer inputs", f, ck_layer * Lr * inflight,
+               ck_layer * Lr * inflight, cpu_ckpt);
+      snprintf(f, sizeof f, "1 layer (%s)", fl_txt);
+      if (ck == 1)
+        add_term(out, DDX_MEM_ACTIVATIONS, "one layer recomputed in backward", f, full_lo, full_hi,
+                 false);
+    }
+    if (ck == 0 || ck < 0) {
+      double lo = full_lo * Lr * inflight, hi = full_hi * Lr * inflight;
+      if (ck < 0) {
+        /* unknown: from checkpointed (one layer recomputed) to none */
+        double base = ck_layer * Lr * inflight;
+        lo = full_lo;
+        hi = hi - base;
+        snprintf(f, sizeof f, "1 .. %g layers (%s; checkpointing?)", Lr * inflight, fl_txt);
+      } else {
+        snprintf(f, sizeof f, "%g layers x %g (%s)", Lr, inflight, fl_txt);
+      }
+      add_term(out, DDX_MEM_ACTIVATIONS, "layer activations", f, lo, hi, false);
+    }
+    if (ck < 0) add_missing(out, "activation checkpointing (yes/no)");
+    if (fl < 0) add_missing(out, "attention kernel (flash yes/no)");
+    /* logits on the last stage: b*s*V in 16 bits, and the fp32 upcast for
+     * the loss once or twice (logits.float() and log_softmax's output) */
+    if (m->vocab > 0) {
+      double bsv = mb * s * m->vocab / tpd;
+      double lb = mixed ? 2 : 4;
+      add_term(out, DDX_MEM_LOGITS, "logits + fp32 loss copies", "bsV x (2 + 4 .. 8)",
+               bsv * (lb + 4), bsv * (lb + 8), false);
+    } else {
+      add_missing(out, "vocab size");
+    }
+  }
+
+  /* --- runtime */
+  double ctx_lo = 0.5 * GIB, ctx_hi = 1.0 * GIB;
+  if (in->cuda_context_bytes > 0) ctx_lo = ctx_hi = in->cuda_context_bytes;
+  add_term(out, DDX_MEM_RUNTIME, "CUDA context + kernels",
+           in->cuda_context_bytes > 0 ? "given" : "0.5 .. 1 GiB", ctx_lo, ctx_hi, false);
+  double sum_lo = 0, sum_hi = 0;
+  for (size_t i = 0; i < out->nterms; i++)
+    if (!out->terms[i].cpu) sum_lo += out->terms[i].lo, sum_hi += out->terms[i].hi;
+  double rf_lo = 0, rf_hi = 0.10;
+  if (in->reserve_fraction > 0) rf_lo = rf_hi = in->reserve_fraction;
+  snprintf(f, sizeof f, "%g .. %g%% of the rest", rf_lo * 100, rf_hi * 100);
+  if (rf_lo == rf_hi) snprintf(f, sizeof f, "%g%% of the rest", rf_hi * 100);
+  add_term(out, DDX_MEM_RUNTIME, "allocator reserve (fragmentation)", f, sum_lo * rf_lo,
+           sum_hi * rf_hi, false);
+
+  out->peak_lo = out->peak_hi = out->cpu_bytes = 0;
+  for (size_t i = 0; i < out->nterms; i++) {
+    if (out->terms[i].cpu)
+      out->cpu_bytes += out->terms[i].hi;
+    else
+      out->peak_lo += out->terms[i].lo, out->peak_hi += out->terms[i].hi;
+  }
+  if (!(out->gpu_bytes > 0))
+    out->verdict = DDX_MEM_UNKNOWN;
+  else if (out->peak_lo > out->gpu_bytes)
+    out->verdict = DDX_MEM_OOM;
+  else if (!have_act)
+    out->verdict = DDX_MEM_UNKNOWN; /* a lower bound only */
+  else if (out->peak_hi <= out->gpu_bytes)
+    out->verdict = DDX_MEM_FITS;
+  else
+    out->verdict = DDX_MEM_TIGHT;
+  return 0;
+}
+
+/* ------------------------------------------------------------ patches */
+
+static bool json_equal_loose(const json_t *a, const json_t *b) {
+  if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+  return json_equal((json_t *)a, (json_t *)b);
+}
+
+static bool precondition_holds(const json_t *config, const json_t *pc) {
+  const char *path = json_string_value(json_object_get(pc, "path"));
+  const char *op = json_string_value(json_object_get(pc, "op"));
+  if (!path || !op) return false;
+  const json_t *v = cfg_at(config, path), *want = json_object_get(pc, "value");
+  if (!strcmp(op, "exists")) return v != NULL;
+  if (!strcmp(op, "absent")) return v == NULL;
+  if (!strcmp(op, "not-auto")) return !is_auto(v);
+  if (!strcmp(op, "==")) return v && json_equal_loose(v, want);
+  if (!strcmp(op, "!=")) return !v || !json_equal_loose(v, want);
+  if (!json_is_number(v) || !json_is_number(want)) return false;
+  double x = json_number_value(v), y = json_number_value(want);
+  if (!strcmp(op, "<")) return x < y;
+  if (!strcmp(op, "<=")) return x <= y;
+  if (!strcmp(op, ">")) return x > y;
+  if (!strcmp(op, ">=")) return x >= y;
+  return false;
+}
+
+/* The object holding the last key of dotted (created when create), and
+ * the last key into key. */
+static json_t *parent_of(json_t *root, const char *dotted, bool create, char *key, size_t cap) {
+  json_t *o = root;
+  const char *p = dotted;
+  for (;;) {
+    const char *dot = strchr(p, '.');
+    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    if (n == 0 || n >= cap) return NULL;
+    memcpy(key, p, n);
+    key[n] = 0;
+    if (!dot) return o;
+    json_t *next = json_object_get(o, key);
+    if (!json_is_object(next)) {
+      if (!create) return NULL;
+      next = json_object();
+      if (!next || json_object_set_new(o, key, next)) return NULL;
+    }
+    o = next;
+    p = dot + 1;
+  }
+}
+
+static bool apply_ops(json_t *cfg, const json_t *ops) {
+  size_t i;
+  json_t *op;
+  /* DeepSpeed's identity: micro x accumulation stays when both are
+   * multiplied in one patch (rules/README.md) */
+  double mb_ratio = 0;
+  json_array_foreach(ops, i, op) {
+    const char *kind = json_string_value(json_object_get(op, "op"));
+    const char *path = json_string_value(json_object_get(op, "path"));
+    if (!kind || !path) return false;
+    char key[128];
+    if (!strcmp(kind, "set")) {
+      json_t *par = parent_of(cfg, path, true, key, sizeof key);
+      json_t *val = json_object_get(op, "value");
+      if (!par || !val || json_object_set_new(par, key, json_deep_copy(val))) return false;
+    } else if (!strcmp(kind, "remove")) {
+      json_t *par = parent_of(cfg, path, false, key, sizeof key);
+      if (par) json_object_del(par, key);
+    } else if (!strcmp(kind, "rename")) {
+      const char *to = json_string_value(json_object_get(op, "to"));
+      json_t *par = parent_of(cfg, path, false, key, sizeof key);
+      json_t *v = par ? json_object_get(par, key) : NULL;
+      if (!to || !v) return false;
+      json_incref(v);
+      json_object_del(par, key);
+      json_object_set_new(par, to, v);
+    } else if (!strcmp(kind, "multiply")) {
+      json_t *par = parent_of(cfg, path, false, key, sizeof key);
+      json_t *v = par ? json_object_get(par, key) : NULL;
+      double fac = num_or(json_object_get(op, "factor"), 0);
+      double mn = num_or(json_object_get(op, "min"), 0);
+      if (!json_is_number(v) || !(fac > 0)) return false;
+      double x = json_number_value(v), y;
+      if (!strcmp(path, "train_micro_batch_size_per_gpu") && fac < 1) {
+        /* the largest divisor at or below factor x micro batch */
+        y = floor(x * fac);
+        while (y > 1 && fmod(x, y) != 0)
+          y--;
+        if (y < 1) y = 1;
+        mb_ratio = x / y;
+      } else if (!strcmp(path, "gradient_accumulation_steps") && mb_ratio > 0) {
+        y = x * mb_ratio;
+      } else {
+        y = floor(x * fac);
+      }
+      if (y < mn) return false;
+      if (json_object_set_new(par, key, json_integer((json_int_t)y))) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const ddx_mem_inputs_t *in,
+                          ddx_mem_estimate_t *after, double *saved_lo, double *saved_hi) {
+  if (saved_lo) *saved_lo = 0;
+  if (saved_hi) *saved_hi = 0;
+  if (!json_is_object(config) || !patch_json) return false;
+  json_t *patch = json_loads(patch_json, 0, NULL);
+  const json_t *ops = json_is_array(patch) ? patch : json_object_get(patch, "ops");
+  bool ok = json_is_array(ops) && json_array_size(ops) > 0;
+  const json_t *pcs = json_object_get(patch, "preconditions");
+  size_t i;
+  json_t *pc;
+  if (ok && json_is_array(pcs)) json_array_foreach(pcs, i, pc) ok &= precondition_holds(config, pc);
+  json_t *copy = ok ? json_deep_copy(config) : NULL;
+  ok = ok && copy && apply_ops(copy, ops);
+  ddx_mem_estimate_t before, tmp;
+  ddx_mem_estimate_t *aft = after ? after : &tmp;
+  ddx_error_t err = {0};
+  ok = ok && !ddx_mem_estimate(config, in, &before, &err) && !ddx_mem_estimate(copy, in, aft, &err);
+  if (ok) {
+    double lo = before.peak_lo - aft->peak_lo, hi = before.peak_hi - aft->peak_hi;
+    if (hi < lo) {
+      double t = lo;
+      lo = hi, hi = t;
+    }
+    if (saved_lo) *saved_lo = lo;
+    if (saved_hi) *saved_hi = hi;
+  }
+  json_decref(copy);
+  json_decref(patch);
+  return ok;
+}
+
+/* ------------------------------------------------------------ renderings */
+
+static void gib_range(char *out, size_t cap, double lo, double hi) {
+  if (fabs(hi - lo) < 0.005 * GIB)
+    snprintf(out, cap, "%.2f", hi / GIB);
+  else
+    snprintf(out, cap, "%.2f-%.2f", lo / GIB, hi / GIB);
+}
+
+static const char *group_name(ddx_mem_group_t g) {
+  switch (g) {
+  case DDX_MEM_MODEL_STATES:
+    return "model_states";
+  case DDX_MEM_ACTIVATIONS:
+    return "activations";
+  case DDX_MEM_LOGITS:
+    return "logits";
+  case DDX_MEM_BUFFERS:
+    return "buffers";
+  case DDX_MEM_RUNTIME:
+    return "runtime";
+  }
+  return "other";
+}
+
+static const char *verdict_name(ddx_mem_verdict_t v) {
+  switch (v) {
+  case DDX_MEM_FITS:
+    return "fits";
+  case DDX_MEM_TIGHT:
+    return "tight";
+  case DDX_MEM_OOM:
+    return "oom";
+  case DDX_MEM_UNKNOWN:
+    break;
+  }
+  return "unknown";
+}
+
+void ddx_mem_verdict_text(const ddx_mem_estimate_t *e, char *buf, size_t cap) {
+  char r[48];
+  gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
+  double g = e->gpu_bytes / GIB;
+  switch (e->verdict) {
+  case DDX_MEM_OOM:
+    snprintf(buf, cap, "OOM predicted: %s GiB > %.4g GiB", r, g);
+    break;
+  case DDX_MEM_FITS:
+    snprintf(buf, cap, "fits, %.1f GiB headroom (peak %s GiB of %.4g GiB)",
+             (e->gpu_bytes - e->peak_hi) / GIB, r, g);
+    break;
+  case DDX_MEM_TIGHT:
+    snprintf(buf, cap, "tight: %s GiB on a %.4g GiB GPU", r, g);
+    break;
+  case DDX_MEM_UNKNOWN:
+    if (!e->valid)
+      snprintf(buf, cap, "no estimate: %s unknown", e->missing[0] ? e->missing : "the model");
+    else if (e->gpu_bytes > 0)
+      snprintf(buf, cap, "at least %.2f GiB of %.4g GiB (%s unknown)", e->peak_lo / GIB, g,
+               e->missing);
+    else
+      snprintf(buf, cap, "peak %s GiB (GPU memory unknown)", r);
+    break;
+  }
+}
+
+static void config_line(const ddx_mem_estimate_t *e, ddx_sb_t *b) {
+  ddx_sb_printf(b, "ZeRO stage %d, %s, %s, N = %lld", e->stage, e->precision, e->optimizer,
+                (long long)e->dp);
+  if (strcmp(e->offload_optimizer, "none"))
+    ddx_sb_printf(b, ", offload_optimizer %s", e->offload_optimizer);
+  if (strcmp(e->offload_param, "none")) ddx_sb_printf(b, ", offload_param %s", e->offload_param);
+  if (e->micro_batch > 0) ddx_sb_printf(b, ", micro batch %g", e->micro_batch);
+  if (e->seq_len > 0) ddx_sb_printf(b, ", seq %g", e->seq_len);
+}
+
+char *ddx_mem_text(const ddx_mem_estimate_t *e) {
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char v[256];
+  ddx_mem_verdict_text(e, v, sizeof v);
+  if (!e->valid) {
+    ddx_sb_printf(&b, "Memory per GPU: %s\n", v);
+    return ddx_sb_take(&b);
+  }
+  ddx_sb_puts(&b, "Memory per GPU (");
+  config_line(e, &b);
+  ddx_sb_puts(&b, ")\n");
+  ddx_sb_printf(&b, "  %-42s %-40s %13s\n", "term", "formula", "GiB");
+  for (size_t i = 0; i < e->nterms; i++) {
+    const ddx_mem_term_t *t = &e->terms[i];
+    char r[48];
+    gib_range(r, sizeof r, t->lo, t->hi);
+    ddx_sb_printf(&b, "  %-42s %-40s %13s%s\n", t->what, t->formula, r, t->cpu ? "  (host)" : "");
+  }
+  char r[48];
+  gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
+  ddx_sb_printf(&b, "  %-42s %-40s %13s\n", "peak on the GPU", "", r);
+  if (e->cpu_bytes > 0)
+    ddx_sb_printf(&b, "  host memory (offloaded): %.2f GiB per rank\n", e->cpu_bytes / GIB);
+  ddx_sb_printf(&b, "%s\n", v);
+  if (e->missing[0]) ddx_sb_printf(&b, "Would sharpen it: %s\n", e->missing);
+  return ddx_sb_take(&b);
+}
+
+char *ddx_mem_markdown(const ddx_mem_estimate_t *e) {
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  char v[256];
+  ddx_mem_verdict_text(e, v, sizeof v);
+  if (!e->valid) {
+    ddx_sb_printf(&b, "**Memory per GPU:** %s\n", v);
+    return ddx_sb_take(&b);
+  }
+  char r[48];
+  gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
+  ddx_sb_printf(&b, "**Peak per GPU: %s GiB** — %s\n\n_", r, v);
+  config_line(e, &b);
+  ddx_sb_puts(&b, "_\n\n| term | formula | GiB | where |\n|---|---|---:|---|\n");
+  for (size_t i = 0; i < e->nterms; i++) {
+    const ddx_mem_term_t *t = &e->terms[i];
+    char tr[48];
+    gib_range(tr, sizeof tr, t->lo, t->hi);
+    ddx_sb_printf(&b, "| %s | `%s` | %s | %s |\n", t->what, t->formula, tr,
+                  t->cpu ? "host" : "GPU");
+  }
+  if (e->cpu_bytes > 0)
+    ddx_sb_printf(&b, "\nHost memory (offloaded): %.2f GiB per rank.\n", e->cpu_bytes / GIB);
+  if (e->missing[0]) ddx_sb_printf(&b, "\n_Would sharpen it:_ %s.\n", e->missing);
+  return ddx_sb_take(&b);
+}
+
+json_t *ddx_mem_json(const ddx_mem_estimate_t *e) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  char v[256];
+  ddx_mem_verdict_text(e, v, sizeof v);
+  json_object_set_new(o, "valid", json_boolean(e->valid));
+  json_object_set_new(o, "peak", json_pack("{s:f, s:f}", "lo", e->peak_lo, "hi", e->peak_hi));
+  json_object_set_new(o, "gpu", e->gpu_bytes > 0 ? json_real(e->gpu_bytes) : json_null());
+  json_object_set_new(o, "verdict", json_string(verdict_name(e->verdict)));
+  json_object_set_new(o, "verdict_text", json_string(v));
+  json_object_set_new(o, "headroom",
+                      e->gpu_bytes > 0 ? json_real(e->gpu_bytes - e->peak_hi) : json_null());
+  json_object_set_new(o, "cpu_bytes", json_real(e->cpu_bytes));
+  json_t *terms = json_array();
+  for (size_t i = 0; i < e->nterms; i++) {
+    const ddx_mem_term_t *t = &e->terms[i];
+    json_array_append_new(terms, json_pack("{s:s, s:s, s:s, s:f, s:f, s:b}", "what", t->what,
+                                           "formula", t->formula, "group", group_name(t->group),
+                                           "lo", t->lo, "hi", t->hi, "cpu", t->cpu));
+  }
+  json_object_set_new(o, "terms", terms);
+  json_object_set_new(o, "config",
+                      json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:I}", "stage", e->stage,
+                                "precision", e->precision ? e->precision : "fp32", "optimizer",
+                                e->optimizer ? e->optimizer : "unknown", "offload_optimizer",
+                                e->offload_optimizer ? e->offload_optimizer : "none",
+                                "offload_param", e->offload_param ? e->offload_param : "none",
+                                "micro_batch", e->micro_batch, "seq_len", e->seq_len, "dp",
+                                (json_int_t)e->dp));
+  json_object_set_new(o, "missing", json_string(e->missing));
+  return o;
+}
