@@ -549,7 +549,7 @@ static const char CSS[] =
     "--accent:#4493f8;--tint:#151b23;--add:#12261e;--del:#25171c}}"
     "*{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe "
     "UI',sans-serif;"
-    "color:var(--fg);background:var(--bg)}main{max-width:1180px;margin:0 auto;padding:24px}"
+    "color:var(--fg);background:var(--bg)}main{max-width:1320px;margin:0 auto;padding:24px}"
     "a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}"
     "h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 10px;border-bottom:1px solid "
     "var(--line);padding-bottom:4px}h3{font-size:16px;margin:18px 0 6px}"
@@ -558,7 +558,9 @@ static const char CSS[] =
     "overflow:auto;white-space:pre-wrap;word-break:break-word}"
     "table{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:14px}"
     "th,td{border:1px solid var(--line);padding:6px 8px;vertical-align:top;text-align:left}"
-    "th{background:var(--tint)}td.cell a{display:block;white-space:nowrap}"
+    "th{background:var(--tint)}#matrix{font-size:13px;table-layout:fixed}#matrix "
+    "th:first-child{width:9em}"
+    "td.cell a{display:block;overflow-wrap:anywhere}"
     ".muted{color:var(--muted)}.badge{display:inline-block;border:1px solid var(--line);"
     "border-radius:10px;padding:0 8px;margin:0 4px 4px 0;font-size:12px;color:var(--muted)}"
     ".sev-error{border-color:#cf222e;color:#cf222e}.sev-warning{border-color:#9a6700;color:#9a6700}"
@@ -699,7 +701,12 @@ static char *hub_page(const ddx_catalog_t *cat, const ddx_rule_t **v, size_t n, 
         ddx_sb_puts(&b, "\" data-search=\"");
         search_text(&b, v[i]);
         ddx_sb_puts(&b, "\">");
-        h(&b, v[i]->id);
+        /* a long id may break after its dots only */
+        for (const char *c = v[i]->id; *c; c++) {
+          char one[2] = {*c, 0};
+          h(&b, one);
+          if (*c == '.') ddx_sb_puts(&b, "<wbr>");
+        }
         ddx_sb_puts(&b, "</a>");
       }
       ddx_sb_puts(&b, "</td>");
