@@ -73,6 +73,48 @@ static const char *offload_device(const json_t *block) {
   return "none";
 }
 
+json_t *ddx_mem_config_load(const char *text, size_t len, ddx_error_t *err) {
+  /* blank comments and trailing commas outside strings (same length, so
+   * jansson's positions stay the text's) */
+  char *t = malloc(len + 1);
+  if (!t) {
+    ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    return NULL;
+  }
+  memcpy(t, text, len);
+  t[len] = 0;
+  bool str = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = t[i];
+    if (str) {
+      if (c == '\\' && i + 1 < len)
+        i++;
+      else if (c == '"')
+        str = false;
+    } else if (c == '"') {
+      str = true;
+    } else if ((c == '/' && i + 1 < len && t[i + 1] == '/') || c == '#') {
+      while (i < len && t[i] != '\n')
+        t[i++] = ' ';
+    } else if (c == '/' && i + 1 < len && t[i + 1] == '*') {
+      t[i] = t[i + 1] = ' ';
+      for (i += 2; i < len && !(t[i] == '*' && i + 1 < len && t[i + 1] == '/'); i++)
+        if (t[i] != '\n') t[i] = ' ';
+      if (i < len) t[i] = t[i + 1] = ' ', i++;
+    } else if (c == ',') {
+      size_t j = i + 1;
+      while (j < len && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n'))
+        j++;
+      if (j < len && (t[j] == '}' || t[j] == ']')) t[i] = ' ';
+    }
+  }
+  json_error_t je;
+  json_t *j = json_loadb(t, len, 0, &je);
+  free(t);
+  if (!j) ddx_error_set(err, DDX_EINVAL, "line %d, column %d: %s", je.line, je.column, je.text);
+  return j;
+}
+
 /* ------------------------------------------------------------ model shape */
 
 static double jnum(const json_t *o, const char *const *keys) {
@@ -81,12 +123,6 @@ static double jnum(const json_t *o, const char *const *keys) {
     if (json_is_number(v) && json_number_value(v) > 0) return json_number_value(v);
   }
   return 0;
-}
-
-static bool jhas(const json_t *o, const char *const *keys) {
-  for (; *keys; keys++)
-    if (json_object_get(o, *keys) && !json_is_null(json_object_get(o, *keys))) return true;
-  return false;
 }
 
 /* Per-layer parameters of the shape (attention + MLP, experts counted). */
@@ -135,9 +171,6 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
   static const char *const kvk[] = {"num_key_value_heads", "num_kv_heads", "n_kv_heads", NULL};
   static const char *const ek[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
   static const char *const etk[] = {"num_experts_per_tok", "moe_top_k", "top_k", NULL};
-  static const char *const ropek[] = {
-      "rope_theta",      "rope_scaling",          "rotary_dim",      "rotary_pct",
-      "rotary_emb_base", "partial_rotary_factor", "rope_parameters", NULL};
   static const char *const dropk[] = {"attn_pdrop",
                                       "resid_pdrop",
                                       "attention_dropout",
@@ -173,11 +206,8 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
       /* transformers' default is tied */
       out->tied = !json_is_false(tie);
       out->rms_norm = json_object_get(cfg, "rms_norm_eps") != NULL;
-      out->rope = jhas(cfg, ropek) ||
-                  !strcmp(json_string_value(json_object_get(cfg, "position_embedding_type"))
-                              ? json_string_value(json_object_get(cfg, "position_embedding_type"))
-                              : "",
-                          "rotary");
+      /* rotary embeddings add nothing per layer: q*cos and rotate_half(q)*sin
+       * save only cos and sin (constants shared by every layer) */
       /* dropout: any field above 0 keeps the masks; none present follows
        * the family (Llama-style configs carry none and use none) */
       bool any = false, positive = false;
@@ -218,13 +248,14 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
  *
  *   norm before attention and before the MLP, each:
  *     LayerNorm: its input 2sbh (+ mean and rstd, fp32: 8sb);
- *     RMSNorm in Python (HF Llama-family): x.to(float32) saved by pow/mul
- *       4sbh, rsqrt 4sb, the normalised bf16 tensor saved by weight*x 2sbh;
+ *     RMSNorm in Python (HF Llama-family): x.to(float32) saved by pow and
+ *       mul 4sbh, x.pow(2) saved by mean 4sbh (PyTorch 1.13's mean.dim keeps
+ *       its input; measured), rsqrt 4sb, the normalised bf16 tensor saved
+ *       by weight*x 2sbh: 10sbh;
  *   attention: the QKV projection's input 2sbh; Q 2sbh; K and V 2sbh each
  *     scaled by kv_heads/heads (GQA) where the kernel takes them as they
  *     are (FlashAttention), at full width where the math path repeats them
- *     (HF repeat_kv); RoPE in Python: q and rotate_half(q) saved by the two
- *     multiplies, 4sbh, and the same for k (4sbh*kv/a); without flash the
+ *     (HF repeat_kv); RoPE adds nothing (q*cos saves cos only); without flash the
  *     softmax output 2as^2b (4as^2b when it is upcast to fp32, then 2as^2b
  *     more for the bf16 copy the product with V saves), with dropout its
  *     mask as^2b and output 2as^2b; with flash the output O (the output
@@ -257,14 +288,13 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
   double rep = 0, part = 0; /* replicated across tp ranks / divided by tp */
   /* norms */
   if (m->rms_norm)
-    rep += 2 * (6 * sbh + 4 * sb);
+    rep += 2 * (10 * sbh + 4 * sb);
   else
     rep += 2 * (2 * sbh + 8 * sb);
   /* attention */
   rep += 2 * sbh; /* QKV input */
   double kvw = flash ? r : 1.0;
   part += 2 * sbh + 2 * 2 * sbh * kvw; /* Q, K, V as the attention kernel saves them */
-  if (m->rope) part += 4 * sbh + 4 * sbh * r;
   if (flash) {
     part += 4 * a * s * b; /* log-sum-exp; O is the projection's input below */
   } else {
@@ -551,7 +581,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     if (span > Pr) span = Pr;
     if (span < big) span = big;
     if (shape) {
-      snprintf(f, sizeof f, "4 x largest .. + 2 x min(layer + %.3g, %.3g)", pf, live);
+      snprintf(f, sizeof f, "4 x largest + 0..2 x (layer + %.3g) <= %.3g", pf, live);
       add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 4 * big,
                4 * big + 2 * span, false);
     } else {
@@ -876,7 +906,12 @@ void ddx_mem_verdict_text(const ddx_mem_estimate_t *e, char *buf, size_t cap) {
              (e->gpu_bytes - e->peak_hi) / GIB, r, g);
     break;
   case DDX_MEM_TIGHT:
-    snprintf(buf, cap, "tight: %s GiB on a %.4g GiB GPU", r, g);
+    char gs[32];
+    snprintf(gs, sizeof gs, "%.4g", g);
+    /* "an 80 GiB", "an 11 GiB", "a 40 GiB" */
+    bool an = gs[0] == '8' || (!strncmp(gs, "11", 2) && (gs[2] == 0 || gs[2] == '.')) ||
+              (!strncmp(gs, "18", 2) && (gs[2] == 0 || gs[2] == '.'));
+    snprintf(buf, cap, "tight: %s GiB on a%s %s GiB GPU", r, an ? "n" : "", gs);
     break;
   case DDX_MEM_UNKNOWN:
     if (!e->valid)
@@ -912,16 +947,33 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
   ddx_sb_puts(&b, "Memory per GPU (");
   config_line(e, &b);
   ddx_sb_puts(&b, ")\n");
-  ddx_sb_printf(&b, "  %-42s %-40s %13s\n", "term", "formula", "GiB");
+  ddx_sb_printf(&b, "  %-42s %-48s %11s\n", "term", "formula", "GiB");
   for (size_t i = 0; i < e->nterms; i++) {
     const ddx_mem_term_t *t = &e->terms[i];
     char r[48];
     gib_range(r, sizeof r, t->lo, t->hi);
-    ddx_sb_printf(&b, "  %-42s %-40s %13s%s\n", t->what, t->formula, r, t->cpu ? "  (host)" : "");
+    ddx_sb_printf(&b, "  %-42s %-48s %11s%s\n", t->what, t->formula, r, t->cpu ? "  (host)" : "");
   }
   char r[48];
   gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
-  ddx_sb_printf(&b, "  %-42s %-40s %13s\n", "peak on the GPU", "", r);
+  ddx_sb_printf(&b, "  %-42s %-48s %11s\n", "peak on the GPU", "", r);
+  /* subtotals by group */
+  static const char *const gname[] = {"Model states per GPU", "activations", "logits", "buffers",
+                                      "runtime"};
+  bool first = true;
+  for (int g = 0; g <= DDX_MEM_RUNTIME; g++) {
+    double lo = 0, hi = 0;
+    bool any = false;
+    for (size_t i = 0; i < e->nterms; i++)
+      if ((int)e->terms[i].group == g && !e->terms[i].cpu)
+        lo += e->terms[i].lo, hi += e->terms[i].hi, any = true;
+    if (!any) continue;
+    char gr[48];
+    gib_range(gr, sizeof gr, lo, hi);
+    ddx_sb_printf(&b, "%s%s: %s GiB", first ? "" : "; ", gname[g], gr);
+    first = false;
+  }
+  ddx_sb_puts(&b, "\n");
   if (e->cpu_bytes > 0)
     ddx_sb_printf(&b, "  host memory (offloaded): %.2f GiB per rank\n", e->cpu_bytes / GIB);
   ddx_sb_printf(&b, "%s\n", v);

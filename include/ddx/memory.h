@@ -44,7 +44,6 @@ typedef struct ddx_mem_model {
    * Megatron kernels (false everywhere = the paper's 34*s*b*h; see
    * docs/memory.md for the tensors each adds). */
   bool rms_norm;         /* RMSNorm computed in fp32 in Python (HF Llama-family: rms_norm_eps) */
-  bool rope;             /* rotary embeddings applied in Python (rope_theta, rotary_*) */
   bool no_dropout;       /* attention / residual dropout 0 (no masks saved) */
   bool softmax_fp32;     /* attention softmax upcast to fp32 (HF eager Llama-family) */
   double largest_module; /* params of the largest single module (ZeRO-3 gathers one at a time);
@@ -123,6 +122,11 @@ typedef struct ddx_mem_estimate {
  * when config is not an object. */
 int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_estimate_t *out,
                      ddx_error_t *err);
+
+/* A ds_config text as DeepSpeed reads it (hjson: // and block comments, # lines and
+ * trailing commas accepted) into a new JSON reference; NULL with err
+ * ("line 3, column 7: ...") when it is not JSON. */
+json_t *ddx_mem_config_load(const char *text, size_t len, ddx_error_t *err);
 
 /* The activation bytes of ONE transformer layer kept for backward, per
  * rank, for micro batch b and sequence length s (the model's h, a,

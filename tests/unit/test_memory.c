@@ -211,13 +211,13 @@ static void test_model_from_hf(void) {
   char how[160];
   CHECK(ddx_mem_model_from_hf(LLAMA7B, strlen(LLAMA7B), &m, how, sizeof how));
   CHECK(near(m.params, 6.738e9, 0.01)); /* Llama-2-7b: 6,738,415,616 */
-  CHECK(m.gated_mlp && m.rms_norm && m.rope && m.no_dropout && m.softmax_fp32 && !m.tied);
+  CHECK(m.gated_mlp && m.rms_norm && m.no_dropout && m.softmax_fp32 && !m.tied);
   CHECK(m.intermediate == 11008 && m.kv_heads == 32 && m.vocab == 32000);
   const char *gpt2 = "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12,"
                      " \"vocab_size\": 50257, \"attn_pdrop\": 0.1, \"resid_pdrop\": 0.1,"
                      " \"activation_function\": \"gelu_new\"}";
   CHECK(ddx_mem_model_from_hf(gpt2, strlen(gpt2), &m, how, sizeof how));
-  CHECK(!m.gated_mlp && !m.rms_norm && !m.rope && !m.no_dropout && m.tied);
+  CHECK(!m.gated_mlp && !m.rms_norm && !m.no_dropout && m.tied);
   CHECK(near(m.params, 124.4e6, 0.02)); /* GPT-2 small: 124M */
   const char *vl = "{\"model_type\": \"llava\", \"text_config\": {\"hidden_size\": 4096,"
                    " \"num_hidden_layers\": 32, \"num_attention_heads\": 32,"
