@@ -21,6 +21,7 @@
 #include "ddx/hub.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
+#include "ddx/memory.h"
 #include "ddx/report.h"
 #include "ddx/rules.h"
 #include "ddx/scan.h"
@@ -57,7 +58,13 @@ static const char *const usage_text =
     "  rules --literals          print every distinct prefilter literal (for rg -F -f)\n"
     "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
     "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
-    "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable\n"
+    "               [--model config.json] [--seq-len S] [--micro-batch B] [--tp N] [--pp N]\n"
+    "               [--sp N] [--flash-attention yes|no] [--checkpointing yes|no]\n"
+    "               [--cuda-context GiB] [--reserve FRACTION]\n"
+    "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable;\n"
+    "      with --model (a Hugging Face config.json) or --params: the peak memory per GPU as\n"
+    "      terms (model states, activations, logits, buffers, runtime) and \"OOM predicted\",\n"
+    "      \"tight\" or \"fits, N GiB headroom\" against --gpu-memory (docs/memory.md)\n"
     "  version                   print the version\n"
     "\n"
     "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
@@ -620,13 +627,93 @@ static void cc_linecol(const char *t, size_t len, size_t off, size_t *line, size
   }
 }
 
+/* A positive integer option value (--tp 8). */
+static bool cc_int(const char *s, int64_t *out) {
+  char *e;
+  long long n = strtoll(s, &e, 10);
+  if (e == s || *e || n <= 0) return false;
+  *out = n;
+  return true;
+}
+
+/* yes|no|auto -> 1|0|-1. */
+static bool cc_yesno(const char *s, int *out) {
+  if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "1"))
+    *out = 1;
+  else if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "0"))
+    *out = 0;
+  else if (!strcmp(s, "auto") || !strcmp(s, "unknown"))
+    *out = -1;
+  else
+    return false;
+  return true;
+}
+
+/* Reads the model's config.json (ddx_file_read, the config cap) into
+ * in->model; 2 with a message when it cannot be read or holds no shape. */
+static int cc_model(const char *path, ddx_mem_inputs_t *in, char *how, size_t howcap) {
+  char *text;
+  size_t len;
+  ddx_error_t err = {0};
+  ddx_file_opts_t fo = {
+      .allow_pipe = true, .max_bytes = DDX_FILE_CAP_CONFIG, .what = "model config"};
+  if (ddx_file_read(path, &fo, &text, &len, &err)) {
+    cli_say(stderr, "ddx: %s\n", err.msg);
+    return 2;
+  }
+  ddx_mem_model_t m;
+  bool ok = ddx_mem_model_from_hf(text, len, &m, how, howcap);
+  free(text);
+  if (!ok) {
+    cli_say(stderr,
+            "ddx: %s: no model shape (hidden_size, num_hidden_layers) or num_parameters in it\n",
+            path);
+    return 2;
+  }
+  double given = in->model.params;
+  in->model = m;
+  if (given > 0) in->model.params = given; /* --params wins */
+  return 0;
+}
+
 static int cmd_check_config(cli_t *c, int argc, char **argv) {
-  const char *file = NULL, *format = "text", *schema = NULL;
+  const char *file = NULL, *format = "text", *schema = NULL, *model = NULL;
   ddx_dscheck_facts_t facts = {0};
+  ddx_mem_inputs_t mi = {.flash_attention = -1, .checkpointing = -1};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
-    if (!strcmp(a, "--params") && has) {
+    if (!strcmp(a, "--model") && has) {
+      model = argv[++i];
+    } else if (!strcmp(a, "--seq-len") && has) {
+      int64_t n;
+      if (!cc_int(argv[++i], &n)) return usage("--seq-len needs a positive integer (4096)");
+      mi.seq_len = (double)n;
+    } else if (!strcmp(a, "--micro-batch") && has) {
+      int64_t n;
+      if (!cc_int(argv[++i], &n)) return usage("--micro-batch needs a positive integer");
+      mi.micro_batch = (double)n;
+    } else if ((!strcmp(a, "--tp") || !strcmp(a, "--pp") || !strcmp(a, "--sp")) && has) {
+      int64_t n;
+      if (!cc_int(argv[++i], &n)) return usage("--tp/--pp/--sp need a positive integer");
+      *(a[2] == 't' ? &mi.tp : a[2] == 'p' ? &mi.pp : &mi.sp) = n;
+    } else if (!strcmp(a, "--flash-attention") && has) {
+      if (!cc_yesno(argv[++i], &mi.flash_attention))
+        return usage("--flash-attention needs yes or no");
+    } else if (!strcmp(a, "--checkpointing") && has) {
+      if (!cc_yesno(argv[++i], &mi.checkpointing)) return usage("--checkpointing needs yes or no");
+    } else if (!strcmp(a, "--cuda-context") && has) {
+      char *e;
+      double g = strtod(argv[++i], &e);
+      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0))
+        return usage("--cuda-context needs GiB (0.8)");
+      mi.cuda_context_bytes = g * 1024.0 * 1024.0 * 1024.0;
+    } else if (!strcmp(a, "--reserve") && has) {
+      char *e;
+      double r = strtod(argv[++i], &e);
+      if (*e || !(r > 0) || r >= 1) return usage("--reserve needs a fraction of the peak (0.05)");
+      mi.reserve_fraction = r;
+    } else if (!strcmp(a, "--params") && has) {
       if (!cc_count(argv[++i], &facts.params)) return usage("--params needs a count (7e9, 7B)");
       facts.params_from = "--params";
     } else if (!strcmp(a, "--world-size") && has) {
@@ -657,6 +744,25 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   if (!file) return usage("check-config needs a ds_config.json");
   if (strcmp(format, "text") && strcmp(format, "json"))
     return usage("--format must be text or json");
+  char how[192] = "";
+  mi.model.params = facts.params;
+  if (model) {
+    int mrc = cc_model(model, &mi, how, sizeof how);
+    if (mrc) return mrc;
+    if (!(facts.params > 0) && mi.model.params > 0) {
+      facts.params = mi.model.params;
+      facts.params_from = model;
+    }
+  }
+  mi.world_size = facts.dp_world_size;
+  mi.gpu_bytes = facts.gpu_total_bytes;
+  mi.model_from = model ? model : facts.params_from;
+  mi.world_from = facts.world_from;
+  mi.gpu_from = facts.gpu_from;
+  /* dscheck's batch check wants the data-parallel size */
+  int64_t mp = (mi.tp > 0 ? mi.tp : 1) * (mi.pp > 0 ? mi.pp : 1);
+  if (facts.dp_world_size > 0 && mp > 1)
+    facts.dp_world_size = facts.dp_world_size / mp > 0 ? facts.dp_world_size / mp : 1;
   char spath[PATH_MAX + 32];
   if (!schema) {
     snprintf(spath, sizeof spath, "%s/ds_config.schema.json",
@@ -689,6 +795,14 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   size_t errors = 0, warnings = 0;
   for (size_t i = 0; i < res.n; i++)
     res.findings[i].severity == DDX_DSCHECK_ERROR ? errors++ : warnings++;
+  /* the memory model (ddx/memory.h) once anything tells the model's size */
+  ddx_mem_estimate_t me;
+  bool have_mem = false;
+  if (mi.model.params > 0 || mi.model.hidden > 0) {
+    json_t *cj = ddx_mem_config_load(text, len, &err);
+    have_mem = cj && !ddx_mem_estimate(cj, &mi, &me, &err);
+    json_decref(cj);
+  }
   static const char *const sev[] = {"", "error", "warning", "info"};
   if (!strcmp(format, "json")) {
     json_t *arr = json_array();
@@ -722,6 +836,11 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
                     "dp_world_size", m->n_known ? json_integer((json_int_t)m->n) : json_null(),
                     "gpu_bytes", m->gpu_bytes, "cpu_bytes", m->cpu_bytes, "terms", terms));
     }
+    if (have_mem) {
+      json_t *mj = ddx_mem_json(&me);
+      if (mj && how[0]) json_object_set_new(mj, "model_from", json_string(how));
+      json_object_set_new(out, "memory_model", mj);
+    }
     emit(json_dumps(out, JSON_INDENT(2)));
     json_decref(out);
   } else {
@@ -732,12 +851,17 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
       cli_say(stdout, "%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message,
               x->code);
     }
-    if (res.memory.valid) {
+    if (have_mem) {
+      char *mt = ddx_mem_text(&me);
+      if (mt) printf("\n%s", mt);
+      if (how[0]) cli_say(stdout, "Model: %s (%s)\n", model, how);
+      free(mt);
+    } else if (res.memory.valid) {
       char *md = ddx_dscheck_memory_markdown(&res.memory, &facts);
       if (md) printf("\n%s", md);
       free(md);
     }
-    printf("%s%zu error%s, %zu warning%s\n", res.memory.valid ? "\n" : "", errors,
+    printf("%s%zu error%s, %zu warning%s\n", res.memory.valid || have_mem ? "\n" : "", errors,
            errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
   }
   ddx_dscheck_result_free(&res);
