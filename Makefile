@@ -6,7 +6,7 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format clang libclang-rt-14-dev nodejs neovim emacs-nox elpa-eglot valgrind
+DEB_PKGS   := build-essential cmake pkg-config libjansson-dev libuv1-dev libpcre2-dev python3 python3-jsonschema clang-format clang libclang-rt-14-dev nodejs neovim emacs-nox elpa-eglot valgrind python3-torch
 DEMO_LOG   := examples/zero3-oom-8gpu.log
 BUILD_ARM64 ?= build-arm64
 # linux-arm64 (GH200/Grace): Debian's cross gcc, the multiarch dev packages, qemu-user for the tests.
@@ -131,7 +131,13 @@ screenshots: build
 vsix: deps
 	npm ci --no-audit --no-fund && npm run package
 
-test: format-check test-unit test-asan fuzz-short test-vscode test-catalog
+# Activation bytes PyTorch saves for backward (CPU, Debian's python3-torch)
+# against the memory model (docs/memory.md); fails past 10%.
+test-memory: build
+	PY=$(PY) bash tests/memory/cli.sh $(BUILD)/ddx
+	$(PY) tests/memory/measure.py $(BUILD)/ddx
+
+test: format-check test-unit test-asan fuzz-short test-vscode test-catalog test-memory
 	$(PY) tests/rules/test_catalog.py
 	@$(BUILD)/ddx catalog --markdown | diff -u docs/catalog.md - >$(BUILD)/catalog.diff || { head -40 $(BUILD)/catalog.diff; echo "docs/catalog.md is stale: run make catalog"; exit 1; }; echo "docs/catalog.md: current"
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --quiet --min-accuracy 0.85 --min-held 0.70 --max-silent 0.05 --max-ece 0.10
