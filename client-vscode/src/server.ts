@@ -2,6 +2,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { linkDiagnostics, linkHover } from './links';
 import {
   CancellationToken,
   DidChangeConfigurationNotification,
@@ -155,6 +156,9 @@ export class DdxServer implements vscode.Disposable {
       // The settings sent on a change are the ones read here (machine settings: the user's
       // value only), not VS Code's merged view of the section.
       middleware: {
+        // a class's page link opens the Failure Catalog view on it (links.ts)
+        handleDiagnostics: (uri, diagnostics, next) => next(uri, linkDiagnostics(diagnostics)),
+        provideHover: async (document, position, token, next) => linkHover(await next(document, position, token)),
         workspace: {
           didChangeConfiguration: () =>
             client.sendNotification(DidChangeConfigurationNotification.type, { settings: { ddx: serverSettings(this.notice) } }),

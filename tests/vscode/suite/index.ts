@@ -186,6 +186,17 @@ test('diagnostics appear for the opened multi-rank example log (rank 5, collater
   assert.ok(coll.length >= 2, `collateral diagnostics (${coll.length})`);
   assert.ok(coll.some((d) => codeOf(d) === 'nccl.watchdog-timeout'), 'nccl.watchdog-timeout is collateral');
   assert.ok((err.relatedInformation ?? []).length >= 2, 'the cause links its collateral');
+  // the code links the class's entry: in VS Code the catalog view, through a command URI
+  const target = typeof err.code === 'object' ? err.code.target : undefined;
+  assert.ok(target, 'the code has a link');
+  assert.strictEqual(target.scheme, 'command');
+  assert.strictEqual(target.path, 'ddx.openCatalog');
+  assert.deepStrictEqual(JSON.parse(decodeURIComponent(target.query)), ['ds.oom.zero3-gather']);
+  await vscode.commands.executeCommand(target.path, ...(JSON.parse(decodeURIComponent(target.query)) as string[]));
+  await until('the catalog view on the linked entry', 15000, () => {
+    const v = api.catalog.current;
+    return v.kind === 'entry' && v.id === 'ds.oom.zero3-gather' ? true : undefined;
+  });
 });
 
 test('diagnostics appear for a real corpus log (the class the CLI finds)', async () => {
@@ -204,6 +215,9 @@ test('hover on the failure line shows the catalog entry', async () => {
   const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', ed.document.uri, new vscode.Position(line, 30));
   const text = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : c.value))).join('\n');
   assert.match(text, /ZeRO-3|zero3-gather/i, text.slice(0, 300));
+  // the id links the catalog view in VS Code, not the page's HTML source
+  assert.ok(text.includes(`(command:ddx.openCatalog?${encodeURIComponent(JSON.stringify(['ds.oom.zero3-gather']))})`), text.slice(0, 400));
+  assert.ok(!/\(<file:[^>]*\/catalog\//.test(text), 'no file link to the page is left');
 });
 
 test('a quick fix applied to ds_config.json changes exactly the intended keys, and Undo restores it', async () => {
