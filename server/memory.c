@@ -429,7 +429,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   bool mixed = b_on || f_on || b_auto || f_auto;
   out->precision = b_on ? "bf16" : f_on ? "fp16" : b_auto ? "bf16" : f_auto ? "fp16" : "fp32";
   if (!b_on && !f_on && (b_auto || f_auto))
-    add_missing(out, "precision (\"auto\": 16-bit assumed, as --bf16/--fp16)");
+    add_missing(out, "precision (\"auto\": 16-bit assumed)");
   double ostates = optimizer_states(config, &out->optimizer);
   if (!json_object_get(config, "optimizer")) add_missing(out, "optimizer (AdamW assumed)");
   const json_t *oo = json_object_get(z, "offload_optimizer");
@@ -465,6 +465,15 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   }
   out->micro_batch = mb;
   out->seq_len = in->seq_len > 0 ? in->seq_len : 0;
+  {
+    size_t n = 0;
+    const char *src[3] = {in->model_from, in->world_from, in->gpu_from};
+    static const char *const lab[3] = {"model", "world size", "GPU memory"};
+    for (int i = 0; i < 3; i++)
+      if (src[i] && *src[i] && n < sizeof out->sources)
+        n += (size_t)snprintf(out->sources + n, sizeof out->sources - n, "%s%s from %s",
+                              n ? "; " : "", lab[i], src[i]);
+  }
 
   if (!(P > 0)) {
     add_missing(out, "model (config.json or the parameter count)");
@@ -588,7 +597,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
       double g = live < Pr ? live : Pr;
       snprintf(f, sizeof f, "0 .. 2 x min(%.3g, P)", live);
       add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 0, 2 * g, false);
-      add_missing(out, "model shape (largest layer)");
+      add_missing(out, "largest layer");
     }
     /* persistent small parameters: every module below the threshold */
     const json_t *ptv = json_object_get(z, "stage3_param_persistence_threshold");
@@ -618,14 +627,20 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   }
 
   /* --- activations */
+  /* an unknown micro batch ("auto" with no input) is counted as 1: a
+   * lower bound, so no verdict but OOM */
   bool have_act = m->hidden > 0 && m->layers > 0 && out->seq_len > 0 && mb > 0;
   if (!(m->hidden > 0 && m->layers > 0)) add_missing(out, "model shape");
   if (!(out->seq_len > 0)) add_missing(out, "sequence length");
-  if (!(mb > 0)) add_missing(out, "micro batch (\"auto\")");
-  if (have_act) {
+  if (!(mb > 0)) add_missing(out, "micro batch (\"auto\": 1 counted)");
+  if (m->hidden > 0 && m->layers > 0 && out->seq_len > 0) {
     double s = out->seq_len, Lr = m->layers / (double)pp;
-    /* 1F1B keeps pp micro batches in flight on the first stage */
+    if (!(mb > 0)) mb = 1;
+    /* 1F1B keeps pp micro batches in flight on the first stage (fewer when
+     * there are fewer accumulation steps) */
     double inflight = (double)pp;
+    double gas = num_or(json_object_get(config, "gradient_accumulation_steps"), 0);
+    if (pp > 1 && gas >= 1 && gas < inflight) inflight = gas;
     bool seqp = sp > 1;
     /* Megatron's sequence parallel is the tp group (sp == tp); Ulysses
      * splits the sequence over its own sp ranks */
@@ -670,8 +685,8 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
       }
       add_term(out, DDX_MEM_ACTIVATIONS, "layer activations", f, lo, hi, false);
     }
-    if (ck < 0) add_missing(out, "activation checkpointing (yes/no)");
-    if (fl < 0) add_missing(out, "attention kernel (flash yes/no)");
+    if (ck < 0) add_missing(out, "checkpointing (yes/no)");
+    if (fl < 0) add_missing(out, "flash attention (yes/no)");
     /* logits on the last stage: b*s*V in 16 bits, and the fp32 upcast for
      * the loss once or twice (logits.float() and log_softmax's output) */
     if (m->vocab > 0) {
@@ -1005,6 +1020,7 @@ char *ddx_mem_markdown(const ddx_mem_estimate_t *e) {
   if (e->cpu_bytes > 0)
     ddx_sb_printf(&b, "\nHost memory (offloaded): %.2f GiB per rank.\n", e->cpu_bytes / GIB);
   if (e->missing[0]) ddx_sb_printf(&b, "\n_Would sharpen it:_ %s.\n", e->missing);
+  if (e->sources[0]) ddx_sb_printf(&b, "\n_Sources:_ %s.\n", e->sources);
   return ddx_sb_take(&b);
 }
 
@@ -1038,5 +1054,6 @@ json_t *ddx_mem_json(const ddx_mem_estimate_t *e) {
                                 "micro_batch", e->micro_batch, "seq_len", e->seq_len, "dp",
                                 (json_int_t)e->dp));
   json_object_set_new(o, "missing", json_string(e->missing));
+  json_object_set_new(o, "sources", json_string(e->sources));
   return o;
 }

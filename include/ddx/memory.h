@@ -100,8 +100,9 @@ typedef enum {
 } ddx_mem_verdict_t;
 
 typedef struct ddx_mem_estimate {
-  bool valid;        /* a model shape was known */
+  bool valid;        /* the model was known (a shape or a parameter count) */
   char missing[160]; /* what else would sharpen it ("sequence length", ...) */
+  char sources[192]; /* "model from config.json; world size from --world-size; ..." */
   /* the config as read */
   int stage;
   const char *precision; /* "bf16", "fp16", "fp32" */
@@ -144,9 +145,13 @@ bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const dd
                           ddx_mem_estimate_t *after, double *saved_lo, double *saved_hi);
 
 /* Renderings: a text table (check-config), Markdown (hover) and a JSON
- * object (check-config --format json: {peak: {lo, hi}, gpu, verdict,
- * headroom, terms: [{what, formula, group, lo, hi, cpu}], config: {...},
- * missing}). malloc'd / new reference. */
+ * object (check-config --format json: {valid, peak: {lo, hi}, gpu, verdict
+ * ("fits", "tight", "oom", "unknown"), verdict_text, headroom, cpu_bytes,
+ * terms: [{what, formula, group ("model_states", "activations", "logits",
+ * "buffers", "runtime"), lo, hi, cpu}], config: {stage, precision,
+ * optimizer, offload_optimizer, offload_param, micro_batch, seq_len, dp},
+ * missing, sources}; bytes throughout, gpu and headroom null when the GPU is
+ * unknown). malloc'd / new reference. */
 char *ddx_mem_text(const ddx_mem_estimate_t *e);
 char *ddx_mem_markdown(const ddx_mem_estimate_t *e);
 json_t *ddx_mem_json(const ddx_mem_estimate_t *e);
