@@ -793,6 +793,43 @@ static void h_diff(ddx_sb_t *b, json_t *patch) {
   free(txt);
 }
 
+/* How ddx recognises the class: its signatures (the decisive lines), the
+ * context it needs and the differential's clues, folded. */
+static void h_recognise(ddx_sb_t *b, const ddx_rule_t *r) {
+  if (!r->nsigs && !r->nclues) return;
+  h_section(b, "recognise", "How ddx recognises it");
+  ddx_sb_printf(b,
+                "<details><summary>%zu signature%s, %zu context pattern%s, %zu clue%s, prior "
+                "%g</summary>\n",
+                r->nsigs, r->nsigs == 1 ? "" : "s", r->nctx, r->nctx == 1 ? "" : "s", r->nclues,
+                r->nclues == 1 ? "" : "s", r->prior);
+  if (r->nsigs) {
+    ddx_sb_puts(b, "<table class=\"signatures\"><thead><tr><th>Signature</th><th>Regex</th>"
+                   "<th>Confidence</th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < r->nsigs; i++) {
+      ddx_sb_puts(b, "<tr><td>");
+      h(b, r->sigs[i].id ? r->sigs[i].id : "");
+      ddx_sb_puts(b, "</td><td><code>");
+      h(b, r->sigs[i].regex);
+      ddx_sb_printf(b, "</code></td><td>%.2f</td></tr>\n", r->sigs[i].confidence);
+    }
+    ddx_sb_puts(b, "</tbody></table>\n");
+  }
+  if (r->nclues) {
+    ddx_sb_puts(b, "<table class=\"clues\"><thead><tr><th>Clue</th><th>Weight</th><th>Why</th>"
+                   "</tr></thead><tbody>\n");
+    for (size_t i = 0; i < r->nclues; i++) {
+      ddx_sb_puts(b, "<tr><td>");
+      h(b, r->clues[i].id ? r->clues[i].id : "");
+      ddx_sb_printf(b, "</td><td>%+.2f</td><td>", r->clues[i].weight);
+      h_prose(b, r->clues[i].why ? r->clues[i].why : "");
+      ddx_sb_puts(b, "</td></tr>\n");
+    }
+    ddx_sb_puts(b, "</tbody></table>\n");
+  }
+  ddx_sb_puts(b, "</details>\n");
+}
+
 static char *entry_page(const ddx_catalog_t *cat, const ddx_rule_t **v, size_t n,
                         const ddx_rule_t *r) {
   ddx_sb_t b;
@@ -942,6 +979,7 @@ static char *entry_page(const ddx_catalog_t *cat, const ddx_rule_t **v, size_t n
     ddx_sb_puts(&b, "</ul>\n");
   }
   h_list(&b, "missing", "What to paste next when it is unclear", &r->missing, false);
+  h_recognise(&b, r);
   if (r->references.n) {
     h_section(&b, "references", "References");
     ddx_sb_puts(&b, "<ul>");
