@@ -537,7 +537,39 @@ static void test_verdicts_and_renderings(void) {
   CHECK(res && res->lo > 0 && res->hi > res->lo * 0.99);
 }
 
+/* hjson as DeepSpeed reads it; tp/pp divide the model states. */
+static void test_config_load_and_parallel(void) {
+  const char *t = "{\n  // a comment, \"quoted\"\n  \"bf16\": {\"enabled\": true,},\n"
+                  "  /* block */ \"zero_optimization\": {\"stage\": 3},\n"
+                  "  # hash comment\n  \"note\": \"a // not a comment, /* nor this */\",\n}\n";
+  ddx_error_t err = {0};
+  json_t *j = ddx_mem_config_load(t, strlen(t), &err);
+  CHECK(json_is_object(j));
+  CHECK_EQ_INT(
+      json_integer_value(json_object_get(json_object_get(j, "zero_optimization"), "stage")), 3);
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "note")), "a // not a comment, /* nor this */");
+  json_decref(j);
+  CHECK(!ddx_mem_config_load("{\"a\": [1, 2", 11, &err));
+  CHECK(strstr(err.msg, "line 1") != NULL);
+  ddx_mem_inputs_t in = {.model = {.params = 8e9}, .world_size = 16, .tp = 2, .pp = 2};
+  ddx_mem_estimate_t e =
+      est("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 1}}", &in);
+  CHECK_EQ_INT(e.dp, 4);
+  double lo, hi;
+  states(&e, false, &lo, &hi);
+  CHECK(near(lo, 2e9 * (2 + 2 + 12.0 / 4), 1e-9));
+  /* Ulysses sequence parallel (sp != tp) divides the activations */
+  ddx_mem_inputs_t a = llama_inputs();
+  a.micro_batch = 1;
+  ddx_mem_estimate_t one = est("{\"bf16\": {\"enabled\": true}}", &a);
+  a.sp = 4;
+  ddx_mem_estimate_t four = est("{\"bf16\": {\"enabled\": true}}", &a);
+  CHECK(near(term(&four, "layer activations")->lo, term(&one, "layer activations")->lo / 4, 1e-9));
+  CHECK_EQ_INT(four.dp, 8);
+}
+
 int main(void) {
+  test_config_load_and_parallel();
   test_zero_paper();
   test_deepspeed_estimators();
   test_activation_formula();
