@@ -417,7 +417,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
 
   /* --- the config as read */
   const json_t *st = json_object_get(z, "stage");
-  int stage = json_is_integer(st) ? (int)json_integer_value(st) : 0;
+  int stage = json_is_number(st) ? (int)json_number_value(st) : (int)num_or(st, 0);
   if (stage < 0 || stage > 3) stage = 0;
   if (is_auto(st)) add_missing(out, "ZeRO stage (\"auto\": 0 assumed)");
   out->stage = stage;
