@@ -917,8 +917,7 @@ void ddx_mem_verdict_text(const ddx_mem_estimate_t *e, char *buf, size_t cap) {
     snprintf(buf, cap, "OOM predicted: %s GiB > %.4g GiB", r, g);
     break;
   case DDX_MEM_FITS:
-    snprintf(buf, cap, "fits, %.1f GiB headroom (peak %s GiB of %.4g GiB)",
-             (e->gpu_bytes - e->peak_hi) / GIB, r, g);
+    snprintf(buf, cap, "fits, %.1f GiB headroom on %.4g GiB", (e->gpu_bytes - e->peak_hi) / GIB, g);
     break;
   case DDX_MEM_TIGHT:
     char gs[32];
