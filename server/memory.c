@@ -417,8 +417,8 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
 
   /* --- the config as read */
   const json_t *st = json_object_get(z, "stage");
-  int stage = json_is_number(st) ? (int)json_number_value(st) : (int)num_or(st, 0);
-  if (stage < 0 || stage > 3) stage = 0;
+  double stv = json_is_number(st) ? json_number_value(st) : num_or(st, 0);
+  int stage = stv >= 0 && stv <= 3 ? (int)stv : 0;
   if (is_auto(st)) add_missing(out, "ZeRO stage (\"auto\": 0 assumed)");
   out->stage = stage;
   const json_t *fp16 = json_object_get(config, "fp16"), *bf16 = json_object_get(config, "bf16");
@@ -816,10 +816,11 @@ static bool apply_ops(json_t *cfg, const json_t *ops) {
       double mn = num_or(json_object_get(op, "min"), 0);
       if (!json_is_number(v) || !(fac > 0)) return false;
       double x = json_number_value(v), y;
+      if (!(x >= 0 && x <= 1e12) || fac > 1e6) return false; /* not a batch or a count */
       if (!strcmp(path, "train_micro_batch_size_per_gpu") && fac < 1) {
         /* the largest divisor at or below factor x micro batch */
         y = floor(x * fac);
-        while (y > 1 && fmod(x, y) != 0)
+        for (int steps = 0; y > 1 && fmod(x, y) != 0 && steps < 100000; steps++)
           y--;
         if (y < 1) y = 1;
         mb_ratio = x / y;
@@ -828,7 +829,7 @@ static bool apply_ops(json_t *cfg, const json_t *ops) {
       } else {
         y = floor(x * fac);
       }
-      if (y < mn) return false;
+      if (y < mn || !(y <= 1e15)) return false;
       if (json_object_set_new(par, key, json_integer((json_int_t)y))) return false;
     } else {
       return false;

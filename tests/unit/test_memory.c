@@ -568,7 +568,39 @@ static void test_config_load_and_parallel(void) {
   CHECK_EQ_INT(four.dp, 8);
 }
 
+/* Hostile values: no NaN, no overflowing cast, no long loop. */
+static void test_hostile_values(void) {
+  ddx_mem_inputs_t in = llama_inputs();
+  in.micro_batch = 1;
+  const char *cs[] = {
+      "{\"zero_optimization\": {\"stage\": 1e300, \"reduce_bucket_size\": -5}}",
+      "{\"zero_optimization\": {\"stage\": \"abc\", \"stage3_max_live_parameters\": \"x\"}}",
+      "{\"train_micro_batch_size_per_gpu\": -4, \"zero_optimization\": {\"stage\": -1}}",
+      "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": 7, \"ratio\": "
+      "9}, \"offload_param\": \"cpu\"}, \"optimizer\": {\"type\": 3}}",
+      "{\"fp16\": true, \"bf16\": [], \"optimizer\": []}",
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    ddx_mem_estimate_t e = est(cs[i], &in);
+    CHECK(isfinite(e.peak_lo) && isfinite(e.peak_hi) && e.peak_lo <= e.peak_hi);
+    CHECK(e.stage >= 0 && e.stage <= 3);
+  }
+  json_t *c = cfg("{\"train_micro_batch_size_per_gpu\": 999999999989, "
+                  "\"gradient_accumulation_steps\": 1e12, \"x\": 1e300}");
+  double lo, hi;
+  const char *mbd =
+      "{\"ops\": [{\"op\": \"multiply\", \"path\": \"train_micro_batch_size_per_gpu\", "
+      "\"factor\": 0.5}, {\"op\": \"multiply\", \"path\": "
+      "\"gradient_accumulation_steps\", \"factor\": 2}]}";
+  ddx_mem_patch_saving(c, mbd, &in, NULL, &lo, &hi); /* returns, whatever it says */
+  CHECK(!ddx_mem_patch_saving(c,
+                              "{\"ops\": [{\"op\": \"multiply\", \"path\": \"x\", \"factor\": 2}]}",
+                              &in, NULL, &lo, &hi));
+  json_decref(c);
+}
+
 int main(void) {
+  test_hostile_values();
   test_config_load_and_parallel();
   test_zero_paper();
   test_deepspeed_estimators();
