@@ -199,8 +199,14 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
       const char *act = json_string_value(json_object_get(cfg, "hidden_act"));
       if (!act) act = json_string_value(json_object_get(cfg, "activation_function"));
       if (!act) act = json_string_value(json_object_get(cfg, "hidden_activation"));
-      out->gated_mlp = act && (!strcmp(act, "silu") || !strcmp(act, "swiglu") ||
-                               !strncmp(act, "gelu_pytorch_tanh", 17) || !strcmp(act, "geglu"));
+      /* gated (3 matrices): SiLU/SwiGLU/GeGLU, Gemma's tanh GELU (not
+       * StarCoder's: same name, plain MLP), T5's "gated-gelu" */
+      const char *mt = json_string_value(json_object_get(root, "model_type"));
+      const char *ffp = json_string_value(json_object_get(cfg, "feed_forward_proj"));
+      out->gated_mlp =
+          (act && (!strcmp(act, "silu") || !strcmp(act, "swiglu") || !strcmp(act, "geglu") ||
+                   (!strncmp(act, "gelu_pytorch_tanh", 17) && mt && strstr(mt, "gemma")))) ||
+          (ffp && !strncmp(ffp, "gated", 5));
       json_t *tie = json_object_get(cfg, "tie_word_embeddings");
       if (!tie) tie = json_object_get(root, "tie_word_embeddings");
       /* transformers' default is tied */

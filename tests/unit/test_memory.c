@@ -234,6 +234,18 @@ static void test_model_from_hf(void) {
                     " \"tie_word_embeddings\": false}";
   CHECK(ddx_mem_model_from_hf(moe, strlen(moe), &m, how, sizeof how));
   CHECK(near(m.params, 46.7e9, 0.01)); /* Mixtral-8x7B: 46.7B */
+  const char *sc = "{\"model_type\": \"gpt_bigcode\", \"n_embd\": 6144, \"n_layer\": 40,"
+                   " \"n_head\": 48, \"multi_query\": true, \"vocab_size\": 49152,"
+                   " \"activation_function\": \"gelu_pytorch_tanh\", \"n_inner\": 24576}";
+  CHECK(ddx_mem_model_from_hf(sc, strlen(sc), &m, how, sizeof how));
+  CHECK(!m.gated_mlp && m.kv_heads == 1);
+  CHECK(near(m.params, 15.5e9, 0.03)); /* StarCoder: 15.5B */
+  const char *gm = "{\"model_type\": \"gemma\", \"hidden_size\": 3072, \"num_hidden_layers\": 28,"
+                   " \"num_attention_heads\": 16, \"num_key_value_heads\": 16, \"head_dim\": 256,"
+                   " \"intermediate_size\": 24576, \"vocab_size\": 256000,"
+                   " \"hidden_act\": \"gelu_pytorch_tanh\", \"rms_norm_eps\": 1e-6}";
+  CHECK(ddx_mem_model_from_hf(gm, strlen(gm), &m, how, sizeof how));
+  CHECK(m.gated_mlp && m.tied);
   CHECK(!ddx_mem_model_from_hf("{\"a\": 1}", 8, &m, NULL, 0));
   CHECK(!ddx_mem_model_from_hf("[1", 2, &m, NULL, 0));
   const char *count = "{\"num_parameters\": 7e9}";
