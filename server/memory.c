@@ -130,7 +130,8 @@ static double layer_params(const ddx_mem_model_t *m) {
   double h = m->hidden, a = m->heads > 0 ? m->heads : 1;
   double kv = m->kv_heads > 0 ? m->kv_heads : a;
   double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
-  double attn = 2 * h * h + 2 * h * h * kv / a;
+  double hd = m->head_dim > 0 ? m->head_dim : h / a; /* Gemma, Mistral-Nemo: a*hd != h */
+  double attn = 2 * h * a * hd + 2 * h * kv * hd;
   double mlp = (m->gated_mlp ? 3 : 2) * h * inter;
   if (m->experts > 0) mlp = mlp * m->experts + h * m->experts;
   return attn + mlp + 4 * h;
@@ -194,6 +195,9 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
       out->kv_heads = jnum(cfg, kvk);
       if (json_is_true(json_object_get(cfg, "multi_query"))) out->kv_heads = 1;
       out->intermediate = jnum(cfg, ik);
+      static const char *const hdk[] = {"head_dim", "kv_channels", NULL};
+      out->head_dim = jnum(cfg, hdk);
+      if (out->heads > 0 && out->head_dim * out->heads == h) out->head_dim = 0; /* the usual */
       out->experts = jnum(cfg, ek);
       out->experts_per_token = jnum(cfg, etk);
       const char *act = json_string_value(json_object_get(cfg, "hidden_act"));
@@ -288,6 +292,8 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
   double r = m->kv_heads > 0 && m->heads > 0 ? m->kv_heads / m->heads : 1.0;
   double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
   double sbh = s * b * h, sb = s * b;
+  /* the attention width a*head_dim (= h unless head_dim says otherwise) */
+  double sbq = m->head_dim > 0 && m->heads > 0 ? s * b * m->heads * m->head_dim : sbh;
   if (checkpointed) /* only the layer's input is kept */
     return 2 * sbh / (sequence_parallel ? tp : 1);
   bool drop = !m->no_dropout;
@@ -300,7 +306,7 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
   /* attention */
   rep += 2 * sbh; /* QKV input */
   double kvw = flash ? r : 1.0;
-  part += 2 * sbh + 2 * 2 * sbh * kvw; /* Q, K, V as the attention kernel saves them */
+  part += 2 * sbq + 2 * 2 * sbq * kvw; /* Q, K, V as the attention kernel saves them */
   if (flash) {
     part += 4 * a * s * b; /* log-sum-exp; O is the projection's input below */
   } else {
@@ -311,7 +317,7 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
     else if (m->softmax_fp32)
       part += 2 * ss; /* the bf16 probabilities */
   }
-  part += 2 * sbh; /* output projection input */
+  part += 2 * sbq; /* output projection input */
   if (drop) rep += sbh;
   /* MLP */
   rep += 2 * sbh;

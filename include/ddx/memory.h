@@ -34,6 +34,7 @@ typedef struct ddx_mem_model {
   double layers;       /* L: num_hidden_layers / n_layer */
   double heads;        /* a: num_attention_heads / n_head */
   double kv_heads;     /* num_key_value_heads (GQA/MQA); = heads when 0 */
+  double head_dim;     /* head_dim where heads x head_dim != hidden (Gemma); 0: h / heads */
   double intermediate; /* MLP width: intermediate_size / n_inner / ffn_dim (4h when 0) */
   double vocab;        /* V: vocab_size */
   bool tied;           /* tie_word_embeddings */

@@ -146,9 +146,9 @@ class LlamaBlock(nn.Module):
     """transformers' LlamaDecoderLayer with eager attention (or the flash
     stand-in as flash_attention_2 calls it: no repeat_kv)."""
 
-    def __init__(self, h, a, kv, inter):
+    def __init__(self, h, a, kv, inter, head_dim=0):
         super().__init__()
-        self.h, self.a, self.kv, self.d = h, a, kv, h // a
+        self.h, self.a, self.kv, self.d = h, a, kv, head_dim or h // a
         d = self.d
         self.n1, self.n2 = RMSNorm(h), RMSNorm(h)
         self.q = nn.Linear(h, a * d, bias=False)
@@ -175,21 +175,21 @@ class LlamaBlock(nn.Module):
             att = torch.matmul(q, k.transpose(2, 3)) * (1.0 / math.sqrt(d)) + mask
             att = F.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
             o = torch.matmul(att, v).transpose(1, 2).contiguous()
-        x = x + self.o(o.reshape(b, s, h))
+        x = x + self.o(o.reshape(b, s, a * d))
         y = self.n2(x)
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
-def measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt):
+def measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, head_dim=0):
     """Bytes of the unique tensors saved for backward by `layers` blocks."""
     if kind == "gpt":
         blocks = [GPTBlock(h, a).to(DT) for _ in range(layers)]
     else:
-        blocks = [LlamaBlock(h, a, kv, inter).to(DT) for _ in range(layers)]
+        blocks = [LlamaBlock(h, a, kv, inter, head_dim).to(DT) for _ in range(layers)]
     for blk in blocks:
         blk.train()
     mask = causal_mask(s)
-    d = h // a
+    d = head_dim or h // a
     inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
     ang = torch.outer(torch.arange(s).float(), inv)
     emb = torch.cat((ang, ang), dim=-1)
@@ -216,7 +216,7 @@ def measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt):
     return sum(seen.values())
 
 
-def predict(ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt):
+def predict(ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt, head_dim=0):
     """ddx's activation bytes for the same layers (check-config --model)."""
     if kind == "gpt":
         model = {"model_type": "gpt2", "n_embd": h, "n_layer": layers, "n_head": a,
@@ -227,6 +227,8 @@ def predict(ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt):
                  "num_attention_heads": a, "num_key_value_heads": kv,
                  "intermediate_size": inter, "hidden_act": "silu", "rms_norm_eps": 1e-6,
                  "rope_theta": 10000.0, "attention_dropout": 0.0, "vocab_size": 1000}
+        if head_dim:
+            model["head_dim"] = head_dim
     mpath, cpath = os.path.join(tmp, "config.json"), os.path.join(tmp, "ds_config.json")
     with open(mpath, "w") as f:
         json.dump(model, f)
@@ -249,7 +251,7 @@ def predict(ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt):
     return terms[0]["lo"]
 
 
-# (kind, s, b, h, a, kv_heads, intermediate, layers)
+# (kind, s, b, h, a, kv_heads, intermediate, layers[, head_dim where a x head_dim != h])
 CASES = [
     ("gpt", 256, 2, 256, 4, 4, 1024, 2),
     ("gpt", 512, 1, 512, 8, 8, 2048, 2),
@@ -259,6 +261,7 @@ CASES = [
     ("llama", 512, 1, 512, 8, 2, 1376, 2),
     ("llama", 128, 2, 768, 12, 4, 2048, 2),
     ("llama", 1024, 1, 256, 8, 1, 704, 1),
+    ("llama", 256, 2, 256, 4, 2, 688, 2, 128),
 ]
 
 
@@ -271,17 +274,20 @@ def main():
     t0 = time.time()
     rows, bad = [], 0
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, s, b, h, a, kv, inter, layers in CASES:
+        for case in CASES:
+            kind, s, b, h, a, kv, inter, layers = case[:8]
+            hd = case[8] if len(case) > 8 else 0
             for flash, ckpt in ((False, False), (True, False), (False, True)):
-                got = measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt)
-                pred = predict(args.ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt)
+                got = measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, hd)
+                pred = predict(args.ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt, hd)
                 err = (pred - got) / got
                 ok = abs(err) <= args.tolerance
                 bad += not ok
                 attn = "flash" if flash else "math"
-                rows.append((kind, s, b, h, a, kv, inter, layers, attn, "yes" if ckpt else "no",
+                name = kind + (f" (head_dim {hd})" if hd else "")
+                rows.append((name, s, b, h, a, kv, inter, layers, attn, "yes" if ckpt else "no",
                              got, pred, err, ok))
-                print(f"{'ok ' if ok else 'BAD'} {kind:5} s={s:<5} b={b} h={h:<4} a={a:<2} "
+                print(f"{'ok ' if ok else 'BAD'} {name:5} s={s:<5} b={b} h={h:<4} a={a:<2} "
                       f"kv={kv:<2} I={inter:<5} L={layers} {attn:5} ckpt={'yes' if ckpt else 'no ':3} "
                       f"measured {got / 2**20:9.2f} MiB  predicted {pred / 2**20:9.2f} MiB  "
                       f"{err * 100:+6.1f}%", flush=True)

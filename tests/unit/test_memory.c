@@ -245,7 +245,8 @@ static void test_model_from_hf(void) {
                    " \"intermediate_size\": 24576, \"vocab_size\": 256000,"
                    " \"hidden_act\": \"gelu_pytorch_tanh\", \"rms_norm_eps\": 1e-6}";
   CHECK(ddx_mem_model_from_hf(gm, strlen(gm), &m, how, sizeof how));
-  CHECK(m.gated_mlp && m.tied);
+  CHECK(m.gated_mlp && m.tied && m.head_dim == 256);
+  CHECK(near(m.params, 8.54e9, 0.01)); /* Gemma-7B: 8.54B (16 heads x 256 = 4096 != 3072) */
   CHECK(!ddx_mem_model_from_hf("{\"a\": 1}", 8, &m, NULL, 0));
   CHECK(!ddx_mem_model_from_hf("[1", 2, &m, NULL, 0));
   const char *count = "{\"num_parameters\": 7e9}";
