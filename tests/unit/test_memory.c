@@ -86,10 +86,11 @@ static void test_zero_paper(void) {
   }
 }
 
-/* DeepSpeed's documented estimator outputs (docs/memory.md of DeepSpeed,
- * deepspeed.readthedocs.io/en/latest/memory.html): bigscience/T0_3B, 1
- * node x 8 GPUs, 2851M parameters, 32M largest layer; GiB (2^30). Only the
- * per-GPU column (the per-CPU one is a whole node's pinned buffers). */
+/* DeepSpeed's documented estimator outputs (docs/code/memory.rst,
+ * deepspeed.readthedocs.io/en/latest/memory.html): t5-3b on 1 node x 8
+ * GPUs, 2851M parameters, 32M largest layer (the HF docs show the same
+ * numbers); GiB (2^30). Only the per-GPU column (the per-CPU one is a
+ * node's model-loading and pinned buffers). */
 static void test_deepspeed_estimators(void) {
   const double P = 2.8518e9, L = 32.88e6;
   struct {
@@ -123,6 +124,33 @@ static void test_deepspeed_estimators(void) {
     printf("DeepSpeed estimator case %zu: %.2f-%.2f GiB (DeepSpeed %.2f GiB)\n", i, lo / GIB,
            hi / GIB, cases[i].want_gib);
     CHECK(within(lo, hi, cases[i].want_gib * GIB, 0.10));
+  }
+  /* the same page's ZeRO-3 worked example: t5-large, 737.67M parameters,
+   * 32.90M largest layer, 4 GPUs: case 1 (no offload) 3291 MB, case 2
+   * (both offloaded) 125 MB, case 3 (optimizer offloaded) 477 MB (MB =
+   * 2^20) */
+  struct {
+    const char *off;
+    double want_mib;
+  } t5l[] = {{"", 3291},
+             {", \"offload_optimizer\": {\"device\": \"cpu\"}, \"offload_param\": {\"device\": "
+              "\"cpu\"}",
+              125},
+             {", \"offload_optimizer\": {\"device\": \"cpu\"}", 477}};
+  for (size_t i = 0; i < 3; i++) {
+    char c[256];
+    snprintf(c, sizeof c,
+             "{\"fp16\": {\"enabled\": true}, \"optimizer\": {\"type\": \"Adam\"}, "
+             "\"zero_optimization\": {\"stage\": 3%s}}",
+             t5l[i].off);
+    ddx_mem_inputs_t in5 = {.model = {.params = 737.67e6, .largest_module = 32.90e6},
+                            .world_size = 4};
+    ddx_mem_estimate_t e5 = est(c, &in5);
+    double lo5, hi5;
+    states(&e5, true, &lo5, &hi5);
+    printf("DeepSpeed t5-large case %zu: %.0f-%.0f MiB (DeepSpeed %.0f MiB)\n", i + 1,
+           lo5 / 1048576, hi5 / 1048576, t5l[i].want_mib);
+    CHECK(within(lo5, hi5, t5l[i].want_mib * 1048576, 0.10));
   }
   /* zero2 with offload: exact (2P, the 16-bit weights only) */
   ddx_mem_inputs_t in = {.model = {.params = P}, .world_size = 8};
