@@ -259,9 +259,8 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
  *   norm before attention and before the MLP, each:
  *     LayerNorm: its input 2sbh (+ mean and rstd, fp32: 8sb);
  *     RMSNorm in Python (HF Llama-family): x.to(float32) saved by pow and
- *       mul 4sbh, x.pow(2) saved by mean 4sbh (PyTorch 1.13's mean.dim keeps
- *       its input; measured), rsqrt 4sb, the normalised bf16 tensor saved
- *       by weight*x 2sbh: 10sbh;
+ *       mul 4sbh, rsqrt 4sb, the normalised bf16 tensor saved by weight*x
+ *       2sbh: 6sbh (PyTorch 2.x; 1.13's mean also keeps x^2, 4sbh more);
  *   attention: the QKV projection's input 2sbh; Q 2sbh; K and V 2sbh each
  *     scaled by kv_heads/heads (GQA) where the kernel takes them as they
  *     are (FlashAttention), at full width where the math path repeats them
@@ -300,7 +299,7 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
   double rep = 0, part = 0; /* replicated across tp ranks / divided by tp */
   /* norms */
   if (m->rms_norm)
-    rep += 2 * (10 * sbh + 4 * sb);
+    rep += 2 * (6 * sbh + 4 * sb);
   else
     rep += 2 * (2 * sbh + 8 * sb);
   /* attention */

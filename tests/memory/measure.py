@@ -12,7 +12,9 @@ tensors autograd saves for backward (one count per storage: data_ptr,
 storage bytes; the parameters and the shared RoPE cos/sin constants left
 out), with and without torch.utils.checkpoint (reentrant: each layer's
 input is what is kept). No backward is run: what is saved is known when the
-forward ends.
+forward ends. Tensors that only `mean` keeps are left out: Debian's
+PyTorch 1.13 saves mean's input, PyTorch 2.x (what GPU jobs run) keeps only
+its sizes (only_mean_saved); the raw 1.13 bytes are printed beside.
 
 Attention kernels:
   math  - the eager path (softmax of Q K^T, dropout, times V); it saves the
@@ -180,8 +182,35 @@ class LlamaBlock(nn.Module):
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
+def only_mean_saved(root):
+    """Storages that only MeanBackward nodes keep. PyTorch 1.13's mean.dim
+    saves its input (MeanBackward1._saved_self); PyTorch 2.x keeps only the
+    sizes (derivatives.yaml: mean_backward(grad, self.sym_sizes(), dim,
+    self.sym_numel(), keepdim)), so what a GPU user's PyTorch saves is the
+    measurement without them."""
+    savers, seen, keep, todo = {}, set(), [], [root]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        keep.append(node)  # a freed node's id could be reused by the next one
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                try:
+                    t = getattr(node, attr)
+                except Exception:  # a saved tensor already freed, or not readable
+                    continue
+                if isinstance(t, torch.Tensor):
+                    savers.setdefault(t.storage().data_ptr(), set()).add(type(node).__name__)
+        todo.extend(fn for fn, _ in node.next_functions)
+    return {p for p, names in savers.items() if all(n.startswith("MeanBackward") for n in names)}
+
+
 def measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, head_dim=0):
-    """Bytes of the unique tensors saved for backward by `layers` blocks."""
+    """Bytes of the unique tensors saved for backward by `layers` blocks, as
+    (PyTorch 2.x, this PyTorch): the first leaves out what only `mean`
+    keeps (see only_mean_saved)."""
     if kind == "gpt":
         blocks = [GPTBlock(h, a).to(DT) for _ in range(layers)]
     else:
@@ -213,7 +242,9 @@ def measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, head_dim=0):
                 x = checkpoint(blk, x, *args, use_reentrant=True)
             else:
                 x = blk(x, *args)
-    return sum(seen.values())
+    raw = sum(seen.values())
+    mean_only = only_mean_saved(x.grad_fn)
+    return raw - sum(n for p, n in seen.items() if p in mean_only), raw
 
 
 def predict(ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt, head_dim=0):
@@ -278,7 +309,7 @@ def main():
             kind, s, b, h, a, kv, inter, layers = case[:8]
             hd = case[8] if len(case) > 8 else 0
             for flash, ckpt in ((False, False), (True, False), (False, True)):
-                got = measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, hd)
+                got, raw = measure(kind, s, b, h, a, kv, inter, layers, flash, ckpt, hd)
                 pred = predict(args.ddx, tmp, kind, s, b, h, a, kv, inter, layers, flash, ckpt, hd)
                 err = (pred - got) / got
                 ok = abs(err) <= args.tolerance
@@ -286,19 +317,21 @@ def main():
                 attn = "flash" if flash else "math"
                 name = kind + (f" (head_dim {hd})" if hd else "")
                 rows.append((name, s, b, h, a, kv, inter, layers, attn, "yes" if ckpt else "no",
-                             got, pred, err, ok))
+                             got, pred, err, ok, raw))
                 print(f"{'ok ' if ok else 'BAD'} {name:5} s={s:<5} b={b} h={h:<4} a={a:<2} "
                       f"kv={kv:<2} I={inter:<5} L={layers} {attn:5} ckpt={'yes' if ckpt else 'no ':3} "
-                      f"measured {got / 2**20:9.2f} MiB  predicted {pred / 2**20:9.2f} MiB  "
+                      f"measured {got / 2**20:9.2f} MiB (torch {torch.__version__} raw {raw / 2**20:.2f})  "
+                      f"predicted {pred / 2**20:9.2f} MiB  "
                       f"{err * 100:+6.1f}%", flush=True)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("| block | s | b | h | a | kv | I | layers | attention | checkpointing "
-                    "| measured MiB | predicted MiB | error |\n"
-                    "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|\n")
+                    f"| measured MiB | torch {torch.__version__} raw MiB | predicted MiB | error |\n"
+                    "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
             for r in rows:
                 f.write(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | {r[6]} | {r[7]} "
-                        f"| {r[8]} | {r[9]} | {r[10] / 2**20:.2f} | {r[11] / 2**20:.2f} "
+                        f"| {r[8]} | {r[9]} | {r[10] / 2**20:.2f} | {r[14] / 2**20:.2f} "
+                        f"| {r[11] / 2**20:.2f} "
                         f"| {r[12] * 100:+.1f}% |\n")
     print(f"memory: {len(rows) - bad}/{len(rows)} cases within {args.tolerance * 100:.0f}% "
           f"({time.time() - t0:.1f} s)")
