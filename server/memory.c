@@ -853,6 +853,14 @@ bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const dd
                           ddx_mem_estimate_t *after, double *saved_lo, double *saved_hi) {
   if (saved_lo) *saved_lo = 0;
   if (saved_hi) *saved_hi = 0;
+  if (after) { /* defined on every path: an invalid estimate that says why */
+    memset(after, 0, sizeof *after);
+    after->precision = "fp32";
+    after->optimizer = "unknown";
+    after->offload_optimizer = after->offload_param = "none";
+    snprintf(after->missing, sizeof after->missing,
+             "the fix does not apply here (a precondition, \"auto\" or an unknown op)");
+  }
   if (!json_is_object(config) || !patch_json) return false;
   json_t *patch = json_loads(patch_json, 0, NULL);
   const json_t *ops = json_is_array(patch) ? patch : json_object_get(patch, "ops");
@@ -866,7 +874,8 @@ bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const dd
   ddx_mem_estimate_t before, tmp;
   ddx_mem_estimate_t *aft = after ? after : &tmp;
   ddx_error_t err = {0};
-  ok = ok && !ddx_mem_estimate(config, in, &before, &err) && !ddx_mem_estimate(copy, in, aft, &err);
+  ok = ok && !ddx_mem_estimate(config, in, &before, &err);
+  if (ok) ok = !ddx_mem_estimate(copy, in, aft, &err); /* aft is the new estimate from here */
   if (ok) {
     double lo = before.peak_lo - aft->peak_lo, hi = before.peak_hi - aft->peak_hi;
     if (hi < lo) {

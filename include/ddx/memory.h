@@ -139,9 +139,13 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
                                       bool sequence_parallel, bool flash, bool checkpointed);
 
 /* The estimate after applying a rule's config patch (the config_patches
- * entry as JSON text: "set", "remove", "multiply" ops on dotted paths),
- * and the bytes it saves on the GPU (lo/hi of before minus after; negative
- * when it costs memory). False when the patch does not apply to config. */
+ * entry as JSON text, or a bare ops array: its preconditions checked, then
+ * "set", "remove", "rename", "multiply" ops on dotted paths, applied to a
+ * deep copy), and the bytes it saves on the GPU (lo/hi of before minus
+ * after; negative when it costs memory). False when the patch does not
+ * apply to config (a precondition fails, a multiply meets "auto", an
+ * unknown op); after (may be NULL) is then an invalid estimate whose
+ * missing says so, never left undefined. */
 bool ddx_mem_patch_saving(const json_t *config, const char *patch_json, const ddx_mem_inputs_t *in,
                           ddx_mem_estimate_t *after, double *saved_lo, double *saved_hi);
 

@@ -489,6 +489,7 @@ static void test_patch_saving(void) {
                    " \"value\": 3}], \"ops\": [{\"op\": \"set\", \"path\": "
                    "\"zero_optimization.stage3_prefetch_bucket_size\", \"value\": 1e7}]}";
   CHECK(!ddx_mem_patch_saving(c, pc, &in, &after, &lo, &hi));
+  CHECK(!after.valid && strstr(after.missing, "does not apply") && lo == 0 && hi == 0);
   /* multiply of "auto" does not apply; a bare ops array does; remove */
   json_t *a = cfg("{\"train_micro_batch_size_per_gpu\": \"auto\"}");
   CHECK(!ddx_mem_patch_saving(a, mbd, &in, &after, &lo, &hi));
