@@ -553,19 +553,22 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     }
   }
   /* the fp32 copy of the gradient partition DeepSpeed builds for the step
-   * (stage 1-3, 16-bit): not in the paper (low bound 0), in DeepSpeed's
-   * estimators (the 16P/N of zero2, the 18P/N of zero3) */
-  if (mixed && stage >= 1) {
-    snprintf(f, sizeof f, "0 .. 4P/N");
-    add_term(out, DDX_MEM_MODEL_STATES, "fp32 gradient partition (optimizer step)", f, 0,
-             4 * Pr / N, off_opt);
+   * (16-bit training; stage 0: FP16_Optimizer's flattened fp32 gradients,
+   * BF16_Optimizer's fp32 gradients): not in the paper (low bound 0), in
+   * DeepSpeed's estimators (the 16P/N of zero2, the 18P/N of zero3) */
+  if (mixed) {
+    double n0 = stage == 0 ? 1 : N;
+    add_term(out, DDX_MEM_MODEL_STATES,
+             stage == 0 ? "fp32 gradients (optimizer step)"
+                        : "fp32 gradient partition (optimizer step)",
+             stage == 0 ? "0 .. 4P" : "0 .. 4P/N", 0, 4 * Pr / n0, off_opt);
   }
 
   /* --- buffers */
   double h = m->hidden;
   double rbs_auto = h > 0 ? h * h : 5e8;
   const json_t *rbv = json_object_get(z, "reduce_bucket_size");
-  double rbs = is_auto(rbv) ? rbs_auto : num_or(rbv, 5e8);
+  double rbs = is_auto(rbv) ? rbs_auto : fmax(0, num_or(rbv, 5e8));
   const json_t *ocv = json_object_get(z, "overlap_comm");
   bool overlap = ocv ? json_is_true(ocv) : stage == 3;
   if (stage == 0 && in->world_size != 1) {
@@ -574,7 +577,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     add_term(out, DDX_MEM_BUFFERS, "allreduce buffer", "min(P, 5e8) x 2", 0, ar * gb, false);
   } else if (stage == 1 || stage == 2) {
     const json_t *abv = json_object_get(z, "allgather_bucket_size");
-    double abs = is_auto(abv) ? rbs_auto : num_or(abv, 5e8);
+    double abs = is_auto(abv) ? rbs_auto : fmax(0, num_or(abv, 5e8));
     double lo = ((rbs < Pr ? rbs : Pr) + (abs < Pr ? abs : Pr)) * gb;
     double hi = (rbs + abs) * gb * (overlap ? 4.5 : 1);
     snprintf(f, sizeof f, "(%.3g + %.3g) x %g%s", rbs, abs, gb, overlap ? " x 4.5" : "");
@@ -588,10 +591,10 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
      * bucket, bounded by stage3_max_live_parameters and P */
     const json_t *pfv = json_object_get(z, "stage3_prefetch_bucket_size");
     if (!pfv) pfv = json_object_get(z, "prefetch_bucket_size");
-    double pf = is_auto(pfv) ? (h > 0 ? 0.9 * h * h : 5e7) : num_or(pfv, 5e7);
+    double pf = is_auto(pfv) ? (h > 0 ? 0.9 * h * h : 5e7) : fmax(0, num_or(pfv, 5e7));
     const json_t *mlv = json_object_get(z, "stage3_max_live_parameters");
     if (!mlv) mlv = json_object_get(z, "max_live_parameters");
-    double live = num_or(mlv, 1e9);
+    double live = fmax(0, num_or(mlv, 1e9));
     bool shape = h > 0 || m->largest_module > 0;
     double big = shape ? largest_module(m) / (double)tp : 0;
     double layer = h > 0 ? layer_params(m) / (double)tp : 0;

@@ -625,6 +625,8 @@ static void test_hostile_values(void) {
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
     ddx_mem_estimate_t e = est(cs[i], &in);
     CHECK(isfinite(e.peak_lo) && isfinite(e.peak_hi) && e.peak_lo <= e.peak_hi);
+    for (size_t k = 0; k < e.nterms; k++)
+      CHECK(e.terms[k].lo >= 0);
     CHECK(e.stage >= 0 && e.stage <= 3);
   }
   json_t *c = cfg("{\"train_micro_batch_size_per_gpu\": 999999999989, "
