@@ -13,5 +13,11 @@ set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgc
 set(ENV{PKG_CONFIG_PATH} "")
 
 # The tests run the arm64 programs under qemu-user (ctest uses this for
-# add_test commands that name a target).
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+# add_test commands that name a target). No -L /usr/aarch64-linux-gnu: that
+# takes the loader of libc6-arm64-cross while libc.so.6 and the libraries come
+# from the multiarch libc6:arm64 (the host's ld.so.cache lists them), two
+# glibc builds whose struct rtld_global differs; fork() and pthread_create()
+# then walk a corrupt thread list and spin (scripts/ddx-arm64.sh,
+# docs/performance.md). Without -L the guest gets /lib/ld-linux-aarch64.so.1
+# and the libc of the same libc6:arm64, as on an arm64 Debian.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static)

@@ -143,6 +143,10 @@ export class DdxServer implements vscode.Disposable {
     const bin = res.binary;
     this.binary = bin;
     this.output.info(`starting ${bin.path} lsp (${bin.source === 'setting' ? 'ddx.server.path' : bin.source})`);
+    if (bin.source === 'PATH')
+      this.output.warn(
+        `this package bundles no server for ${process.platform}-${process.arch} (install the .vsix built for it); using ddx found on PATH: ${bin.path}`,
+      );
     const run = { command: bin.path, args: ['lsp'], transport: TransportKind.stdio, options: { env: bin.env } };
     const serverOptions: ServerOptions = { run, debug: run };
     const clientOptions: LanguageClientOptions = {
