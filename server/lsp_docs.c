@@ -7,12 +7,15 @@
  *
  * Lines end at \n, \r\n or a bare \r exactly as the engine counts them
  * (ddx/scan.h), so engine line N is LSP line N-1 on the same text. */
+#define _GNU_SOURCE /* memmem */
 #include "ddx/lsp.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "ddx/dsconfig.h"
 
 /* ------------------------------------------------------------------ texts */
 
@@ -500,17 +503,64 @@ static bool lsp_ends_with(const char *s, const char *suffix) {
   return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-/* A document's kind: its file name first (a .log is a log whatever
- * languageId a one-language client such as eglot sends), then the
- * languageId. */
-static int lsp_doc_kind(const char *uri, const char *language) {
-  const char *base = ddx_lsp_basename(uri);
+/* The kind a file name decides (a .log is a log whatever languageId a
+ * one-language client such as eglot sends), or -1. */
+static int lsp_kind_by_name(const char *base) {
   if (lsp_ends_with(base, ".log") || lsp_ends_with(base, ".out") || lsp_ends_with(base, ".err") ||
       !strncmp(base, "slurm-", 6))
     return DDX_LSP_DOC_LOG;
   if (lsp_ends_with(base, ".json") || lsp_ends_with(base, ".jsonc")) return DDX_LSP_DOC_JSON;
-  if (!strcmp(language, "json") || !strcmp(language, "jsonc")) return DDX_LSP_DOC_JSON;
-  if (!strcmp(language, "log") || !strcmp(language, "plaintext")) return DDX_LSP_DOC_LOG;
+  return -1;
+}
+
+/* The kind the text shows, or -1: a DeepSpeed config is JSON; a text
+ * holding a traceback or the lines of a launcher, NCCL, DeepSpeed or
+ * PyTorch distributed is a log (logs often start with "[" or, as JSON
+ * lines, with "{"); another text that starts with an object is JSON. Only
+ * the first 256 KiB are searched. */
+#define LSP_SNIFF_BYTES ((size_t)256 << 10)
+static int lsp_kind_by_content(const char *text, size_t len) {
+  size_t i = 0;
+  if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) i = 3;
+  while (i < len && isspace((unsigned char)text[i]))
+    i++;
+  /* a DeepSpeed config is JSON; JSON lines of a structured log are not */
+  bool object = i < len && text[i] == '{';
+  if (object && ddx_dsconfig_text_is_deepspeed(text, len)) return DDX_LSP_DOC_JSON;
+  static const char *const signs[] = {"Traceback (most recent call last)",
+                                      "[rank",
+                                      "torch.distributed",
+                                      "NCCL",
+                                      "deepspeed",
+                                      "DeepSpeed",
+                                      "CUDA out of memory",
+                                      "OutOfMemoryError",
+                                      "ChildFailedError",
+                                      "torchrun",
+                                      NULL};
+  size_t n = len < LSP_SNIFF_BYTES ? len : LSP_SNIFF_BYTES;
+  for (size_t k = 0; signs[k]; k++)
+    if (memmem(text, n, signs[k], strlen(signs[k]))) return DDX_LSP_DOC_LOG;
+  return object ? DDX_LSP_DOC_JSON : -1;
+}
+
+/* A document's kind: its file name first, then its languageId where that
+ * is specific, then its content where the languageId is generic
+ * (plaintext, log, none) or contradicts it (a traceback sent as json by a
+ * one-language client; a pasted traceback in an untitled buffer that
+ * VS Code's language detection called python). A named file of a code
+ * language (train.py, config.yaml) is never a log. */
+static int lsp_doc_kind(const char *uri, const char *language, const char *text, size_t len) {
+  const char *base = ddx_lsp_basename(uri);
+  int k = lsp_kind_by_name(base);
+  if (k >= 0) return k;
+  int c = lsp_kind_by_content(text, len);
+  if (!strcmp(language, "json") || !strcmp(language, "jsonc"))
+    return c == DDX_LSP_DOC_LOG ? DDX_LSP_DOC_LOG : DDX_LSP_DOC_JSON;
+  if (!*language || !strcmp(language, "log") || !strcmp(language, "plaintext") ||
+      !strcmp(language, "text"))
+    return c == DDX_LSP_DOC_JSON ? DDX_LSP_DOC_JSON : DDX_LSP_DOC_LOG;
+  if (!strchr(base, '.') && c >= 0) return c;
   return DDX_LSP_DOC_OTHER;
 }
 
@@ -573,7 +623,7 @@ json_t *ddx_lsp_did_open(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *ca
     ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "didOpen %s: out of memory", uri);
     return NULL;
   }
-  d->kind = lsp_doc_kind(uri, d->language);
+  d->kind = lsp_doc_kind(uri, d->language, d->text->data, d->text->len);
   d->next = s->docs;
   s->docs = d;
   if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);
@@ -662,6 +712,7 @@ json_t *ddx_lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *
    * run on is made once, at the end. */
   lsp_wc_t w = {0};
   bool live = false;
+  bool was_empty = d->text->len == 0;
   size_t n = json_array_size(changes);
   for (size_t i = 0; i < n; i++) {
     const char *why = NULL;
@@ -687,6 +738,10 @@ json_t *ddx_lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *
     d->version = json_integer_value(jver);
   else
     d->version++;
+  /* A buffer opened empty (an untitled one the user pastes into) is
+   * classified by its first text. */
+  if (was_empty && d->text->len)
+    d->kind = lsp_doc_kind(d->uri, d->language, d->text->data, d->text->len);
   if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);
   return NULL;
 }

@@ -2,6 +2,7 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const { spawn } = require('node:child_process');
 const { Session, Raw, withTimeout, EXAMPLE } = require('./lib');
 
@@ -348,5 +349,27 @@ test('a .log document is a log whatever languageId a one-language client sends',
   const u = await s.open(EXAMPLE, { languageId: 'json', docUri: 'file:///ws/train.log' });
   const p = await s.diagnosticsFor(u);
   assert.equal(p.diagnostics[0].code, 'ds.oom.zero3-gather');
+  assert.equal((await s.close()).code, 0);
+});
+
+test("a document's kind from its content where the name does not decide and the languageId is generic or contradicts it", async () => {
+  const s = new Session();
+  await s.initialize();
+  const text = fs.readFileSync(EXAMPLE, 'utf8');
+  // a pasted traceback in an untitled buffer that VS Code's language detection called python
+  const u1 = await s.open(EXAMPLE, { languageId: 'python', docUri: 'untitled:Untitled-1' });
+  assert.equal((await s.diagnosticsFor(u1)).diagnostics[0].code, 'ds.oom.zero3-gather');
+  // a one-language client that sends json for a log without a telling name
+  const u2 = await s.open(EXAMPLE, { languageId: 'json', docUri: 'file:///ws/job-output' });
+  assert.equal((await s.diagnosticsFor(u2)).diagnostics[0].code, 'ds.oom.zero3-gather');
+  // an untitled buffer opened empty, the log pasted into it afterwards
+  const u3 = await s.open(EXAMPLE, { languageId: 'plaintext', docUri: 'untitled:Untitled-2', text: '' });
+  await s.notify('textDocument/didChange', { textDocument: { uri: u3, version: 2 }, contentChanges: [{ text }] });
+  assert.equal((await s.diagnosticsFor(u3, { version: 2 })).diagnostics[0].code, 'ds.oom.zero3-gather');
+  // a DeepSpeed config pasted as plaintext is a config: it is linted (a misspelt key), not scanned
+  const cfg = '{\n  "zero_optimization": {"stage": 3, "overlap_com": true},\n  "train_micro_batch_size_per_gpu": 4\n}\n';
+  const u4 = await s.open(EXAMPLE, { languageId: 'plaintext', docUri: 'untitled:Untitled-3', text: cfg });
+  const p4 = await s.diagnosticsFor(u4);
+  assert.ok(p4.diagnostics.some((d) => String(d.code).startsWith('ds-config.') && d.range.start.line === 1), JSON.stringify(p4.diagnostics));
   assert.equal((await s.close()).code, 0);
 });
