@@ -1577,3 +1577,233 @@ int ddx_dsconfig_plan(const ddx_dsconfig_t *c, const char *patch_json, ddx_patch
   if (rc) ddx_patch_plan_free(plan);
   return rc;
 }
+
+/* ---- the Hugging Face Trainer's flags ----
+ *
+ * The keys the HF Trainer fills from its TrainingArguments when they are
+ * "auto" and checks against them when they are not
+ * (transformers.integrations.deepspeed, HfTrainerDeepSpeedConfig.
+ * trainer_config_process: fill_match), with the flag that sets each. */
+
+typedef struct dsc_hf_flag {
+  const char *path, *flag;
+  char kind; /* 'i' integer, 'b' boolean, 'n' number */
+} dsc_hf_flag_t;
+
+static const dsc_hf_flag_t dsc_hf_flags[] = {
+    {DSC_MICRO, "--per_device_train_batch_size", 'i'},
+    {DSC_GAS, "--gradient_accumulation_steps", 'i'},
+    {"bf16.enabled", "--bf16", 'b'},
+    {"fp16.enabled", "--fp16", 'b'},
+    {"gradient_clipping", "--max_grad_norm", 'n'},
+};
+#define DSC_NHF (sizeof dsc_hf_flags / sizeof *dsc_hf_flags)
+#define DSC_CKPT "activation_checkpointing"
+#define DSC_HF_NOT "not the HF Trainer's: "
+
+static bool dsc_any_auto(const dsc_node_t *n) {
+  if (dsc_is_str(n, "auto")) return true;
+  for (const dsc_node_t *m = n->first; m; m = m->next)
+    if (dsc_any_auto(m)) return true;
+  return false;
+}
+
+bool ddx_dsconfig_has_auto(const ddx_dsconfig_t *c) {
+  return c && c->root && dsc_any_auto(c->root);
+}
+
+static const dsc_hf_flag_t *dsc_hf_entry(const char *path) {
+  for (size_t i = 0; i < DSC_NHF; i++)
+    if (!strcmp(dsc_hf_flags[i].path, path)) return &dsc_hf_flags[i];
+  return NULL;
+}
+
+static bool dsc_is_ckpt(const char *path) {
+  size_t n = strlen(DSC_CKPT);
+  return !strncmp(path, DSC_CKPT, n) && (path[n] == 0 || path[n] == '.');
+}
+
+/* A path whose value the Trainer owns in config c (which has "auto"
+ * values): a flag-filled key that is "auto", or activation checkpointing. */
+static bool dsc_hf_owned(const ddx_dsconfig_t *c, const char *path) {
+  if (dsc_is_ckpt(path)) return true;
+  return dsc_hf_entry(path) && dsc_is_str(dsc_lookup(c, path), "auto");
+}
+
+static void dsc_flag_value(ddx_sb_t *b, const dsc_hf_flag_t *f, json_t *v) {
+  if (b->len) ddx_sb_puts(b, " ");
+  if (f->kind == 'b') {
+    ddx_sb_puts(b, f->flag);
+    if (!json_is_true(v)) ddx_sb_puts(b, " False");
+    return;
+  }
+  ddx_sb_printf(b, "%s ", f->flag);
+  if (json_is_integer(v))
+    ddx_sb_printf(b, "%lld", (long long)json_integer_value(v));
+  else
+    dsc_put_number(b, json_number_value(v));
+}
+
+/* The micro batch the Trainer would use after multiplying by f: the
+ * largest divisor of m0 in [lo, f x m0], as dsc_op_batch does. 0: none. */
+static long long dsc_divisor(long long m0, double f, double lo) {
+  double target = floor((double)m0 * f);
+  if (target < lo) target = lo;
+  long long best = 0;
+  for (long long i = 1; i <= m0 / i; i++) {
+    if (m0 % i) continue;
+    long long pair[2] = {i, m0 / i};
+    for (int k = 0; k < 2; k++)
+      if ((double)pair[k] <= target && (double)pair[k] >= lo && pair[k] < m0 && pair[k] > best)
+        best = pair[k];
+  }
+  return best;
+}
+
+static int dsc_plan_hf(const ddx_dsconfig_t *c, json_t *patch, const ddx_hf_known_t *known,
+                       ddx_sb_t *b, bool *exact, ddx_error_t *err) {
+  json_t *pres = json_object_get(patch, "preconditions"), *ops = json_object_get(patch, "ops");
+  if (!json_is_array(ops) || !json_array_size(ops))
+    return ddx_error_set(err, DDX_EINVAL, "invalid patch: expected {id, title, ops: [...]}");
+  if (!ddx_dsconfig_has_auto(c))
+    return ddx_error_set(err, DDX_EINVAL,
+                         DSC_HF_NOT "the config has no \"auto\" value, so no Trainer fills it");
+  size_t i;
+  json_t *x;
+  const char *mine = NULL, *theirs = NULL;
+  json_array_foreach(ops, i, x) {
+    const char *path = json_string_value(json_object_get(x, "path"));
+    if (!path) return dsc_bad_patch(err, "op", i);
+    /* gradient accumulation that is absent follows the Trainer's flag too */
+    bool owned = dsc_hf_owned(c, path) || (!strcmp(path, DSC_GAS) && !dsc_lookup(c, DSC_GAS) &&
+                                           dsc_is_str(dsc_lookup(c, DSC_MICRO), "auto"));
+    if (owned && !theirs) theirs = path;
+    if (!owned && !mine) mine = path;
+  }
+  if (!theirs)
+    return ddx_error_set(err, DDX_EINVAL, DSC_HF_NOT "%s is set in the config itself", mine);
+  if (mine)
+    return ddx_error_set(err, DDX_EINVAL,
+                         DSC_HF_NOT "%s is \"auto\" (the Trainer's) but %s is the config's own "
+                                    "value: make both \"auto\" or both numbers first",
+                         theirs, mine);
+  json_array_foreach(pres, i, x) {
+    const char *path = json_string_value(json_object_get(x, "path"));
+    if (!path) return dsc_bad_patch(err, "precondition", i);
+    if (dsc_hf_owned(c, path)) continue; /* its value comes from the flags */
+    int rc = dsc_precondition(c, i, x, err);
+    if (rc) return rc;
+  }
+  bool ckpt = false, batch = false;
+  json_array_foreach(ops, i, x) {
+    const char *kind = json_string_value(json_object_get(x, "op"));
+    const char *path = json_string_value(json_object_get(x, "path"));
+    json_t *value = json_object_get(x, "value");
+    const dsc_hf_flag_t *f = dsc_hf_entry(path);
+    if (dsc_is_ckpt(path)) {
+      if (!ckpt) ddx_sb_puts(b, b->len ? " --gradient_checkpointing" : "--gradient_checkpointing");
+      ckpt = true;
+    } else if (kind && !strcmp(kind, "set") && f && value) {
+      if ((f->kind == 'b') != json_is_boolean(value) || (f->kind != 'b' && !json_is_number(value)))
+        return ddx_error_set(err, DDX_EINVAL, "cannot pass %s %s: not a %s", f->flag, path,
+                             f->kind == 'b' ? "boolean" : "number");
+      dsc_flag_value(b, f, value);
+    } else if (kind && !strcmp(kind, "multiply") &&
+               (!strcmp(path, DSC_MICRO) || !strcmp(path, DSC_GAS))) {
+      if (batch) continue;
+      batch = true;
+      json_t *mop = NULL;
+      size_t k;
+      json_t *y;
+      json_array_foreach(
+          ops, k, y) if (!strcmp(json_string_value(json_object_get(y, "path")), DSC_MICRO)) mop = y;
+      json_t *factor = json_object_get(mop, "factor"), *min = json_object_get(mop, "min");
+      if (!mop || !json_is_number(factor) || json_number_value(factor) >= 1)
+        return ddx_error_set(err, DDX_EINVAL,
+                             DSC_HF_NOT "only a smaller micro batch with more gradient "
+                                        "accumulation is passed as flags");
+      double fa = json_number_value(factor), lo = json_is_number(min) ? json_number_value(min) : 1;
+      long long m0 = known ? known->micro_batch : 0, g0 = known ? known->grad_accum : 0;
+      if (m0 > 0) {
+        long long best = dsc_divisor(m0, fa, lo);
+        if (!best)
+          return ddx_error_set(err, DDX_EINVAL,
+                               DSC_SHRINK
+                               "the Trainer's micro batch (--per_device_train_batch_size, "
+                               "%lld in the log) %s",
+                               m0, m0 == 1 ? "is already 1" : "has no smaller divisor");
+        ddx_sb_printf(b, "%s--per_device_train_batch_size %lld", b->len ? " " : "", best);
+        if (g0 > 0)
+          ddx_sb_printf(b, " --gradient_accumulation_steps %lld", g0 * (m0 / best));
+        else {
+          ddx_sb_printf(b, " --gradient_accumulation_steps <%lld x yours>", m0 / best);
+          *exact = false;
+        }
+      } else {
+        ddx_sb_printf(b,
+                      "%s--per_device_train_batch_size <half of yours> "
+                      "--gradient_accumulation_steps <twice yours>",
+                      b->len ? " " : "");
+        *exact = false;
+      }
+    } else {
+      return ddx_error_set(err, DDX_EINVAL,
+                           DSC_HF_NOT "no Trainer flag does what the fix does to %s", path);
+    }
+  }
+  return 0;
+}
+
+int ddx_dsconfig_plan_hf(const ddx_dsconfig_t *c, const char *patch_json,
+                         const ddx_hf_known_t *known, char **flags, bool *flags_exact,
+                         ddx_error_t *err) {
+  *flags = NULL;
+  *flags_exact = true;
+  if (!c || !patch_json) return ddx_error_set(err, DDX_EINVAL, "no config or no patch");
+  json_error_t je;
+  json_t *patch = json_loads(patch_json, JSON_REJECT_DUPLICATES, &je);
+  if (!patch) return ddx_error_set(err, DDX_EINVAL, "invalid patch: %s", je.text);
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  int rc = dsc_plan_hf(c, patch, known, &b, flags_exact, err);
+  json_decref(patch);
+  if (!rc && !b.len) rc = ddx_error_set(err, DDX_EINVAL, DSC_HF_NOT "nothing to pass");
+  if (!rc && !(*flags = ddx_sb_take(&b))) rc = dsc_nomem(err);
+  ddx_sb_free(&b);
+  return rc;
+}
+
+bool ddx_dsconfig_hf_flags_after(const ddx_dsconfig_t *c, const ddx_patch_plan_t *plan, char *buf,
+                                 size_t cap) {
+  if (cap) buf[0] = 0;
+  if (!ddx_dsconfig_has_auto(c) || !plan->nedits) return false;
+  size_t nlen;
+  char *text = ddx_text_apply(c->text, c->len, plan->edits, plan->nedits, &nlen);
+  ddx_dsconfig_t *after = NULL;
+  ddx_error_t err = {0};
+  if (!text || ddx_dsconfig_parse(&after, text, nlen, &err)) {
+    free(text);
+    return false;
+  }
+  free(text);
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  for (size_t i = 0; i < DSC_NHF; i++) {
+    const dsc_node_t *o = dsc_lookup(c, dsc_hf_flags[i].path);
+    const dsc_node_t *n = dsc_lookup(after, dsc_hf_flags[i].path);
+    if (!n || dsc_is_str(n, "auto")) continue;
+    char *oj = NULL, *nj = NULL;
+    bool was = o && ddx_dsconfig_get(c, dsc_hf_flags[i].path, &oj);
+    ddx_dsconfig_get(after, dsc_hf_flags[i].path, &nj);
+    json_t *nv = nj ? json_loads(nj, JSON_DECODE_ANY, NULL) : NULL;
+    if (nv && (!was || strcmp(oj, nj))) dsc_flag_value(&b, &dsc_hf_flags[i], nv);
+    json_decref(nv);
+    free(oj);
+    free(nj);
+  }
+  ddx_dsconfig_free(after);
+  bool any = b.len > 0;
+  snprintf(buf, cap, "%s", b.s ? b.s : "");
+  ddx_sb_free(&b);
+  return any;
+}

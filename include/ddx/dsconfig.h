@@ -72,4 +72,45 @@ void ddx_patch_plan_free(ddx_patch_plan_t *plan);
 char *ddx_text_apply(const char *text, size_t len, const ddx_text_edit_t *edits, size_t n,
                      size_t *out_len);
 
+/* ---- where a fix lives outside the config: the Hugging Face Trainer ----
+ *
+ * A config with "auto" values is the HF Trainer's (or Accelerate's): it
+ * fills them from its TrainingArguments, and checks that the values it
+ * does not fill match them (train_micro_batch_size_per_gpu must equal
+ * --per_device_train_batch_size, ...). Its models checkpoint activations
+ * through --gradient_checkpointing, not DeepSpeed's activation_checkpointing
+ * block (which takes effect only where the model calls
+ * deepspeed.checkpointing.checkpoint, as Megatron-DeepSpeed does). */
+
+/* True when any value of the config is the string "auto". */
+bool ddx_dsconfig_has_auto(const ddx_dsconfig_t *c);
+
+/* What the log said the Trainer used (0: unknown): DeepSpeed's config print
+ * after the Trainer filled it in, or the Trainer's "Instantaneous batch size
+ * per device = 8" / "Gradient Accumulation steps = 4". */
+typedef struct ddx_hf_known {
+  long long micro_batch, grad_accum;
+} ddx_hf_known_t;
+
+/* A config_patches entry whose change is the Trainer's: every key it
+ * changes is "auto" and filled from a Trainer flag (micro batch, gradient
+ * accumulation, bf16/fp16), or it sets activation_checkpointing in a config
+ * with "auto" values (--gradient_checkpointing). The other preconditions
+ * must hold. Returns 0 with *flags (malloc'd, the exact arguments to add to
+ * the training command: "--per_device_train_batch_size 4
+ * --gradient_accumulation_steps 8", "--gradient_checkpointing"; values the
+ * log did not give are written as "N/2" with *flags_exact false), or
+ * DDX_EINVAL with err saying why it is not the Trainer's. */
+int ddx_dsconfig_plan_hf(const ddx_dsconfig_t *c, const char *patch_json,
+                         const ddx_hf_known_t *known, char **flags, bool *flags_exact,
+                         ddx_error_t *err);
+
+/* In a config with "auto" values, the Trainer flags that must change along
+ * with a plan's edits (the Trainer refuses to start when a key it checks,
+ * such as train_micro_batch_size_per_gpu, disagrees with its flag): written
+ * into buf ("--per_device_train_batch_size 2 --gradient_accumulation_steps
+ * 16"); false (buf "") when none. */
+bool ddx_dsconfig_hf_flags_after(const ddx_dsconfig_t *c, const ddx_patch_plan_t *plan, char *buf,
+                                 size_t cap);
+
 #endif

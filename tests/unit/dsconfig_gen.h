@@ -249,4 +249,183 @@ static char *gen_text(unsigned seed, gen_style_t *st) {
   return ddx_sb_take(&b);
 }
 
+/* ---- configuration states ----
+ *
+ * The states an OOM's quick fixes must cover, forced onto a generated
+ * config: the ZeRO block and stage (no block, no stage, 0-3), the
+ * optimizer offload (absent, "device": "none", cpu), a DeepSpeed optimizer
+ * block or the client's, the precision (fp32, fp16, bf16, and "auto" from
+ * the HF Trainer), and the HF "auto" batch keys or numbers (a config
+ * without "auto" anywhere is not the Trainer's). */
+
+typedef struct gen_state {
+  int zero;       /* -2 no zero_optimization, -1 no stage, 0..3 the stage */
+  int offload;    /* 0 no offload_optimizer, 1 {"device": "none"}, 2 {"device": "cpu"} */
+  bool optimizer; /* an "optimizer" block */
+  int precision;  /* 0 fp32, 1 fp16, 2 bf16, 3 "auto" (only with autos) */
+  bool autos;     /* HF "auto" batch keys; false: no "auto" value anywhere */
+} gen_state_t;
+
+#define GEN_NSTATES (6 * 3 * 2 * 7)
+
+static gen_state_t gen_state(int k) {
+  gen_state_t s;
+  s.zero = k % 6 - 2;
+  k /= 6;
+  s.offload = k % 3;
+  k /= 3;
+  s.optimizer = k % 2;
+  k /= 2;
+  /* 7 (autos, precision) pairs: "auto" precision only with autos */
+  s.autos = k >= 3;
+  s.precision = s.autos ? k - 3 : k;
+  return s;
+}
+
+static void gen_state_name(const gen_state_t *s, char *buf, size_t cap) {
+  static const char *const prec[] = {"fp32", "fp16", "bf16", "auto precision"};
+  static const char *const off[] = {"no offload", "offload none", "offload cpu"};
+  char z[24];
+  if (s->zero == -2)
+    snprintf(z, sizeof z, "no zero block");
+  else if (s->zero == -1)
+    snprintf(z, sizeof z, "no stage");
+  else
+    snprintf(z, sizeof z, "stage %d", s->zero);
+  snprintf(buf, cap, "%s, %s, %s, %s, %s", z, off[s->offload],
+           s->optimizer ? "optimizer block" : "no optimizer block", prec[s->precision],
+           s->autos ? "HF auto batch" : "no auto");
+}
+
+static gen_node_t *gen_find(gen_node_t *obj, const char *key) {
+  for (int i = 0; obj && i < obj->n; i++)
+    if (obj->kids[i]->key && !strcmp(obj->kids[i]->key, key)) return obj->kids[i];
+  return NULL;
+}
+
+static void gen_remove(gen_node_t *obj, const char *key) {
+  for (int i = 0; obj && i < obj->n; i++)
+    if (obj->kids[i]->key && !strcmp(obj->kids[i]->key, key)) {
+      memmove(&obj->kids[i], &obj->kids[i + 1], (size_t)(obj->n - i - 1) * sizeof *obj->kids);
+      obj->n--;
+      return;
+    }
+}
+
+/* obj[key] = raw (a scalar), replacing what was there. */
+static void gen_put(gen_t *g, gen_node_t *obj, const char *key, const char *raw) {
+  gen_node_t *n = gen_find(obj, key);
+  if (n) {
+    n->kind = 's';
+    n->raw = raw;
+    n->n = 0;
+  } else {
+    gen_add(g, obj, 's', key, raw);
+  }
+}
+
+/* obj[key] as an object (made, or replacing a scalar). */
+static gen_node_t *gen_obj(gen_t *g, gen_node_t *obj, const char *key) {
+  gen_node_t *n = gen_find(obj, key);
+  if (n && n->kind == 'o') return n;
+  if (n) {
+    n->kind = 'o';
+    n->raw = NULL;
+    n->n = 0;
+    return n;
+  }
+  return gen_add(g, obj, 'o', key, NULL);
+}
+
+static void gen_no_auto(gen_node_t *n) {
+  if (n->kind == 's' && n->raw && !strcmp(n->raw, "\"auto\"")) n->raw = "100";
+  for (int i = 0; i < n->n; i++)
+    gen_no_auto(n->kids[i]);
+}
+
+static void gen_force(gen_t *g, gen_node_t *root, const gen_state_t *s) {
+  if (s->zero == -2) {
+    gen_remove(root, "zero_optimization");
+  } else {
+    gen_node_t *z = gen_obj(g, root, "zero_optimization");
+    static const char *const stages[] = {"0", "1", "2", "3"};
+    if (s->zero < 0)
+      gen_remove(z, "stage");
+    else
+      gen_put(g, z, "stage", stages[s->zero]);
+    gen_remove(z, "offload_optimizer");
+    gen_remove(z, "cpu_offload");
+    if (s->offload) {
+      gen_node_t *o = gen_add(g, z, 'o', "offload_optimizer", NULL);
+      if (o) gen_add(g, o, 's', "device", s->offload == 1 ? "\"none\"" : "\"cpu\"");
+      if (o && s->offload == 2 && gen_pick(g, 2)) gen_add(g, o, 's', "pin_memory", "true");
+      if (o) o->inline_ = gen_pick(g, 2);
+    }
+    if (s->zero != 3) gen_remove(z, "offload_param");
+  }
+  if (!s->optimizer) {
+    gen_remove(root, "optimizer");
+  } else if (!gen_find(root, "optimizer")) {
+    gen_node_t *o = gen_add(g, root, 'o', "optimizer", NULL);
+    gen_add(g, o, 's', "type", "\"AdamW\"");
+    gen_node_t *p = gen_add(g, o, 'o', "params", NULL);
+    gen_add(g, p, 's', "lr", s->autos ? "\"auto\"" : "3e-5");
+  }
+  gen_remove(root, "fp16");
+  gen_remove(root, "bf16");
+  if (s->precision == 1 || (s->precision == 0 && gen_pick(g, 2))) {
+    gen_node_t *f = gen_add(g, root, 'o', "fp16", NULL);
+    gen_add(g, f, 's', "enabled", s->precision == 1 ? "true" : "false");
+    f->inline_ = gen_pick(g, 2);
+  }
+  if (s->precision == 2 || s->precision == 3 || (s->precision == 0 && gen_pick(g, 2))) {
+    gen_node_t *b = gen_add(g, root, 'o', "bf16", NULL);
+    gen_add(g, b, 's', "enabled",
+            s->precision == 2   ? "true"
+            : s->precision == 3 ? "\"auto\""
+                                : "false");
+    b->inline_ = gen_pick(g, 2);
+  }
+  if (s->precision == 3) {
+    gen_node_t *f = gen_add(g, root, 'o', "fp16", NULL);
+    gen_add(g, f, 's', "enabled", "\"auto\"");
+  }
+  if (s->autos) {
+    gen_put(g, root, "train_batch_size", "\"auto\"");
+    gen_put(g, root, "train_micro_batch_size_per_gpu", "\"auto\"");
+    gen_put(g, root, "gradient_accumulation_steps", "\"auto\"");
+  } else {
+    static const char *const micro[] = {"1", "2", "4", "6", "16"};
+    static const char *const gas[] = {"1", "4", "8"};
+    gen_remove(root, "train_batch_size");
+    gen_put(g, root, "train_micro_batch_size_per_gpu", micro[gen_pick(g, 5)]);
+    if (gen_pick(g, 4))
+      gen_put(g, root, "gradient_accumulation_steps", gas[gen_pick(g, 3)]);
+    else
+      gen_remove(root, "gradient_accumulation_steps");
+    gen_no_auto(root);
+  }
+}
+
+/* Config number seed forced into state s, in style number style (0-8):
+ * the content of gen_text's config (seed rounded to style), then forced. */
+static char *gen_text_state(unsigned seed, int style, const gen_state_t *s, gen_style_t *st) {
+  unsigned pick = seed - seed % 9 + (unsigned)style;
+  free(gen_text(pick, st)); /* its style, final newline included */
+  gen_t *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)pick * 0x100000001B3ull);
+  for (int i = 0; i < 4; i++) /* the draws gen_text makes before the content */
+    gen_rand(g);
+  gen_pick(g, 3);
+  gen_node_t *root = gen_config(g);
+  gen_force(g, root, s);
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  gen_write(&b, root, st, 0, false);
+  if (st->final_eol) ddx_sb_puts(&b, st->eol);
+  free(g);
+  return ddx_sb_take(&b);
+}
+
 #endif

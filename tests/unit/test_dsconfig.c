@@ -981,7 +981,7 @@ static size_t line_core(const char *s, size_t n) {
 }
 
 typedef struct prop_stats {
-  int configs, pairs, plans, refusals, line_checks;
+  int configs, pairs, plans, refusals, line_checks, corrupt;
   const char *reason_names[10];
   int reason_counts[10];
 } prop_stats_t;
@@ -1020,7 +1020,10 @@ static void check_plan_result(const char *text, const gen_style_t *gs, json_t *p
   }
   char *out = ddx_text_apply(text, len, plan->edits, plan->nedits, &nlen);
   CHECK(out != NULL);
-  if (!out) return;
+  if (!out) {
+    st->corrupt++;
+    return;
+  }
   ddx_dsconfig_t *again;
   ddx_error_t err;
   bool bad = false;
@@ -1087,6 +1090,7 @@ static void check_plan_result(const char *text, const gen_style_t *gs, json_t *p
     free(DDX_VEC_AT(&keys, char *, k));
   ddx_vec_free(&keys);
   CHECK(!bad);
+  st->corrupt += bad;
   /* applied once, a patch without multiply has nothing left to do */
   if (!rc && !strstr(patch_text, "\"multiply\"")) {
     ddx_patch_plan_t p2;
@@ -1377,6 +1381,252 @@ static void test_properties(void) {
   ddx_vec_free(&patches);
 }
 
+/* The HF Trainer's flags: a fix whose keys are "auto" is passed as flags,
+ * activation checkpointing in the Trainer's config is
+ * --gradient_checkpointing, mixed ownership and configs without "auto" are
+ * refused with the reason; an edit of a key the Trainer checks names the
+ * flag that must change with it. */
+static void test_hf_flags(void) {
+  const char *hf =
+      "{\"train_micro_batch_size_per_gpu\": \"auto\", \"gradient_accumulation_steps\": "
+      "\"auto\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 3}}";
+  const char *mixed = "{\"train_micro_batch_size_per_gpu\": \"auto\", "
+                      "\"gradient_accumulation_steps\": 8}";
+  const char *plain = "{\"train_micro_batch_size_per_gpu\": 4, \"gradient_accumulation_steps\": 2, "
+                      "\"zero_optimization\": {\"stage\": 2}}";
+  const char *hf_num =
+      "{\"train_micro_batch_size_per_gpu\": 4, \"gradient_accumulation_steps\": 2, "
+      "\"train_batch_size\": \"auto\", \"bf16\": {\"enabled\": false}}";
+  char *micro = rule_patch("rules/deepspeed/ds.oom.activations.json", "micro-batch-down");
+  char *ckpt = rule_patch("rules/deepspeed/ds.oom.activations.json", "activation-checkpointing");
+  char *bf16 = rule_patch("rules/deepspeed/ds.oom.activations.json", "bf16-instead-of-fp32");
+  char *off = rule_patch("rules/deepspeed/ds.oom.activations.json", "offload-optimizer-cpu-client");
+  CHECK(micro && ckpt && bf16 && off);
+  if (!micro || !ckpt || !bf16 || !off) goto out;
+  ddx_dsconfig_t *c;
+  ddx_error_t err;
+  char *flags;
+  bool exact;
+  CHECK_EQ_INT(ddx_dsconfig_parse(&c, hf, strlen(hf), &err), 0);
+  CHECK(ddx_dsconfig_has_auto(c));
+  ddx_hf_known_t known = {.micro_batch = 8, .grad_accum = 2}, none = {0};
+  CHECK_EQ_INT(ddx_dsconfig_plan_hf(c, micro, &known, &flags, &exact, &err), 0);
+  CHECK_EQ_STR(flags, "--per_device_train_batch_size 4 --gradient_accumulation_steps 4");
+  CHECK(exact);
+  free(flags);
+  CHECK_EQ_INT(ddx_dsconfig_plan_hf(c, micro, &none, &flags, &exact, &err), 0);
+  CHECK(!exact && strstr(flags, "--per_device_train_batch_size <half"));
+  free(flags);
+  ddx_hf_known_t one = {.micro_batch = 1, .grad_accum = 4};
+  CHECK(ddx_dsconfig_plan_hf(c, micro, &one, &flags, &exact, &err) != 0);
+  CHECK(strstr(err.msg, "already 1") != NULL);
+  CHECK_EQ_INT(ddx_dsconfig_plan_hf(c, ckpt, &none, &flags, &exact, &err), 0);
+  CHECK_EQ_STR(flags, "--gradient_checkpointing");
+  free(flags);
+  CHECK_EQ_INT(ddx_dsconfig_plan_hf(c, bf16, &none, &flags, &exact, &err), 0);
+  CHECK_EQ_STR(flags, "--bf16");
+  free(flags);
+  CHECK(ddx_dsconfig_plan_hf(c, off, &none, &flags, &exact, &err) != 0);
+  CHECK(strstr(err.msg, "not the HF Trainer's: zero_optimization.offload_optimizer.device") !=
+        NULL);
+  ddx_dsconfig_free(c);
+  /* micro "auto", accumulation the config's: refused, saying what to do */
+  CHECK_EQ_INT(ddx_dsconfig_parse(&c, mixed, strlen(mixed), &err), 0);
+  CHECK(ddx_dsconfig_plan_hf(c, micro, &known, &flags, &exact, &err) != 0);
+  CHECK(strstr(err.msg, "make both \"auto\" or both numbers") != NULL);
+  ddx_dsconfig_free(c);
+  /* no "auto": not the Trainer's; checkpointing is the config's edit */
+  CHECK_EQ_INT(ddx_dsconfig_parse(&c, plain, strlen(plain), &err), 0);
+  CHECK(!ddx_dsconfig_has_auto(c));
+  CHECK(ddx_dsconfig_plan_hf(c, ckpt, &none, &flags, &exact, &err) != 0);
+  CHECK(strstr(err.msg, "no \"auto\" value") != NULL);
+  ddx_patch_plan_t plan;
+  char buf[256];
+  CHECK_EQ_INT(ddx_dsconfig_plan(c, micro, &plan, &err), 0);
+  CHECK(!ddx_dsconfig_hf_flags_after(c, &plan, buf, sizeof buf) && !buf[0]);
+  ddx_patch_plan_free(&plan);
+  ddx_dsconfig_free(c);
+  /* the Trainer's config with numbers it checks: the edit names the flags */
+  CHECK_EQ_INT(ddx_dsconfig_parse(&c, hf_num, strlen(hf_num), &err), 0);
+  CHECK_EQ_INT(ddx_dsconfig_plan(c, micro, &plan, &err), 0);
+  CHECK(ddx_dsconfig_hf_flags_after(c, &plan, buf, sizeof buf));
+  CHECK_EQ_STR(buf, "--per_device_train_batch_size 2 --gradient_accumulation_steps 4");
+  ddx_patch_plan_free(&plan);
+  CHECK_EQ_INT(ddx_dsconfig_plan(c, bf16, &plan, &err), 0);
+  CHECK(ddx_dsconfig_hf_flags_after(c, &plan, buf, sizeof buf));
+  CHECK_EQ_STR(buf, "--bf16");
+  ddx_patch_plan_free(&plan);
+  ddx_dsconfig_free(c);
+out:
+  free(micro);
+  free(ckpt);
+  free(bf16);
+  free(off);
+}
+
+/* ---- every OOM class x every style x every configuration state ----
+ *
+ * Beside an OOM, each readable config gets at least one applicable fix of
+ * the class's ladder: a ds_config edit (planned, then checked against the
+ * oracle like every pair: 0 corruptions), or the Trainer's flags where the
+ * change is the HF Trainer's (ddx_dsconfig_plan_hf); where none applies,
+ * every rung says why. The activation-OOM ladders (ds.oom.activations,
+ * torch.oom.generic, fragmentation) always have a rung left in these
+ * states: activation checkpointing is never on in them. */
+
+static const char *const oom_classes[] = {
+    "rules/deepspeed/ds.oom.activations.json",   "rules/deepspeed/ds.oom.engine-init.json",
+    "rules/deepspeed/ds.oom.fragmentation.json", "rules/deepspeed/ds.oom.optimizer-states.json",
+    "rules/deepspeed/ds.oom.zero3-gather.json",  "rules/pytorch/torch.oom.generic.json",
+};
+#define NOOM (sizeof oom_classes / sizeof *oom_classes)
+
+static bool known_refusal(const char *msg) {
+  static const char *const starts[] = {
+      "precondition not met:", "already applied:", "not the HF Trainer's:", "cannot ", NULL};
+  for (int i = 0; starts[i]; i++)
+    if (strstr(msg, starts[i])) return true;
+  return strstr(msg, "value is \"auto\"") != NULL;
+}
+
+/* A rung that does not apply because it is done or cannot be done here:
+ * ZeRO-3 is on, an offload is on already, the stage forbids it. */
+static bool exhausted_reason(const char *msg) {
+  return strstr(msg, "precondition not met:") || strstr(msg, "already applied:");
+}
+
+static void test_oom_coverage(void) {
+  ddx_vec_t cls[NOOM];
+  size_t total_patches = 0;
+  for (size_t k = 0; k < NOOM; k++) {
+    ddx_vec_init(&cls[k], sizeof(char *));
+    json_t *j = json_load_file(oom_classes[k], 0, NULL);
+    if (!j) {
+      fprintf(stderr, "note: %s not found (run from the repository root)\n", oom_classes[k]);
+      continue;
+    }
+    collect_patches(j, &cls[k]);
+    json_decref(j);
+    CHECK(cls[k].len > 0);
+    total_patches += cls[k].len;
+  }
+  prop_stats_t st = {0};
+  int edit_cases[NOOM] = {0}, flag_cases[NOOM] = {0}, reason_cases[NOOM] = {0};
+  int cases = 0, flag_actions = 0, no_reason = 0, configs = 0, not_exhausted = 0;
+  for (int s = 0; s < GEN_NSTATES; s++) {
+    gen_state_t state = gen_state(s);
+    for (int style = 0; style < 9; style++) {
+      gen_style_t gs;
+      char *text = gen_text_state((unsigned)(s * 9), style, &state, &gs);
+      ddx_dsconfig_t *c;
+      ddx_error_t err;
+      configs++;
+      if (ddx_dsconfig_parse(&c, text, strlen(text), &err)) {
+        fprintf(stderr, "state config does not parse: %s\n%s\n", err.msg, text);
+        CHECK(false);
+        free(text);
+        continue;
+      }
+      CHECK_EQ_INT(ddx_dsconfig_has_auto(c), state.autos);
+      ddx_hf_known_t known = {0};
+      if (style % 2) known = (ddx_hf_known_t){.micro_batch = 8, .grad_accum = 2};
+      for (size_t k = 0; k < NOOM; k++) {
+        if (!cls[k].len) continue;
+        cases++;
+        bool edit = false, flag = false, reasons = true, exhausted = true;
+        for (size_t p = 0; p < cls[k].len; p++) {
+          const char *patch = DDX_VEC_AT(&cls[k], char *, p);
+          /* the edit against the oracle, once per patch (classes share rungs) */
+          bool seen = false;
+          for (size_t q = 0; q < k && !seen; q++)
+            for (size_t r = 0; r < cls[q].len && !seen; r++)
+              seen = !strcmp(DDX_VEC_AT(&cls[q], char *, r), patch);
+          if (!seen) check_pair(text, &gs, patch, &st);
+          /* the Trainer's change first: in its config, activation checkpointing is its
+           * --gradient_checkpointing, whatever the activation_checkpointing block says */
+          char *flags = NULL;
+          bool exact;
+          if (ddx_dsconfig_plan_hf(c, patch, &known, &flags, &exact, &err) == 0) {
+            flag = true;
+            flag_actions++;
+            CHECK(state.autos && flags && !strncmp(flags, "--", 2));
+            CHECK(exact == (known.micro_batch > 0 || !strstr(flags, "batch_size")));
+            free(flags);
+            continue;
+          }
+          char hfwhy[sizeof err.msg];
+          snprintf(hfwhy, sizeof hfwhy, "%s", err.msg);
+          ddx_patch_plan_t plan;
+          if (ddx_dsconfig_plan(c, patch, &plan, &err) == 0) {
+            /* an edit of the activation_checkpointing block only where it takes effect */
+            CHECK(!state.autos || !strstr(patch, "activation_checkpointing"));
+            edit = true;
+            char hf[256];
+            /* in the Trainer's config, an edit of a key it checks names the flag too */
+            if (state.autos && strstr(patch, "\"bf16.enabled\"")) {
+              CHECK(ddx_dsconfig_hf_flags_after(c, &plan, hf, sizeof hf));
+              CHECK(strstr(hf, "--bf16") != NULL);
+            }
+            if (!state.autos) CHECK(!ddx_dsconfig_hf_flags_after(c, &plan, hf, sizeof hf));
+            ddx_patch_plan_free(&plan);
+            continue;
+          }
+          char why[sizeof err.msg];
+          snprintf(why, sizeof why, "%s", err.msg);
+          if (!exhausted_reason(why)) exhausted = false;
+          bool ok = why[0] && known_refusal(why) && hfwhy[0];
+          if (!ok)
+            fprintf(stderr, "refusal without a stated reason: \"%s\" / \"%s\"\n", why, hfwhy);
+          reasons &= ok;
+        }
+        if (edit)
+          edit_cases[k]++;
+        else if (flag)
+          flag_cases[k]++;
+        else
+          reason_cases[k]++;
+        no_reason += !edit && !flag && !reasons;
+        /* no fix at all only where none exists: every rung is done already */
+        if (!edit && !flag && !exhausted) {
+          char name[160];
+          gen_state_name(&state, name, sizeof name);
+          fprintf(stderr, "%s: no fix for %s (%s) though a rung is not done:\n%s\n", oom_classes[k],
+                  name, gs.name, text);
+          not_exhausted++;
+        }
+        /* the activation ladders never run dry in these states */
+        if (k == 0 || k == 2 || k == 5) {
+          if (!edit && !flag) {
+            char name[160];
+            gen_state_name(&state, name, sizeof name);
+            fprintf(stderr, "%s: no fix for %s (%s):\n%s\n", oom_classes[k], name, gs.name, text);
+          }
+          CHECK(edit || flag);
+        }
+      }
+      ddx_dsconfig_free(c);
+      free(text);
+    }
+  }
+  printf("OOM quick-fix coverage: %d configs (%d states x 9 styles) x %zu OOM classes (%zu "
+         "patches) = %d cases, %d pairs checked against the oracle: %d plans, %d corruptions\n",
+         configs, GEN_NSTATES, NOOM, total_patches, cases, st.pairs, st.plans, st.corrupt);
+  for (size_t k = 0; k < NOOM; k++)
+    printf("  %-45s a ds_config edit %4d, only HF Trainer flags %4d, only reasons %4d\n",
+           oom_classes[k], edit_cases[k], flag_cases[k], reason_cases[k]);
+  printf("  HF Trainer flag actions: %d; cases with neither a fix nor a stated reason: %d\n",
+         flag_actions, no_reason);
+  CHECK_EQ_INT(st.corrupt, 0);
+  CHECK_EQ_INT(no_reason, 0);
+  CHECK_EQ_INT(not_exhausted, 0);
+  CHECK(flag_actions > 0);
+  for (size_t k = 0; k < NOOM; k++) {
+    for (size_t p = 0; p < cls[k].len; p++)
+      free(DDX_VEC_AT(&cls[k], char *, p));
+    ddx_vec_free(&cls[k]);
+  }
+}
+
 int main(void) {
   test_parse_refusals();
   test_parse_valid();
@@ -1389,5 +1639,7 @@ int main(void) {
   test_preconditions();
   test_apply();
   test_properties();
+  test_hf_flags();
+  test_oom_coverage();
   CHECK_DONE();
 }
