@@ -419,14 +419,14 @@ static json_t *lsp_initialize(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_
     }
   }
   return json_pack(
-      "{s:{s:s, s:{s:b, s:i, s:{s:b}}, s:b, s:{s:[s], s:b}, s:{s:[s,s,s,s]}, s:{s:{s:b, s:b}}},"
+      "{s:{s:s, s:{s:b, s:i, s:{s:b}}, s:b, s:{s:[s], s:b}, s:{s:[s,s,s,s,s]}, s:{s:{s:b, s:b}}},"
       " s:{s:s, s:s}}",
       "capabilities", "positionEncoding", s->encoding == DDX_LSP_ENC_UTF8 ? "utf-8" : "utf-16",
       "textDocumentSync", "openClose", 1, "change", 2, "save", "includeText", 0, "hoverProvider", 1,
       "codeActionProvider", "codeActionKinds", "quickfix", "resolveProvider", 0,
       "executeCommandProvider", "commands", "ddx.diagnoseText", "ddx.diagnoseFile", "ddx.explain",
-      "ddx.catalog", "workspace", "workspaceFolders", "supported", 1, "changeNotifications", 1,
-      "serverInfo", "name", "ddx", "version", DDX_LSP_VERSION);
+      "ddx.catalog", "ddx.showFix", "workspace", "workspaceFolders", "supported", 1,
+      "changeNotifications", 1, "serverInfo", "name", "ddx", "version", DDX_LSP_VERSION);
 }
 
 static json_t *lsp_initialized(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
@@ -1140,6 +1140,7 @@ static void lsp_server_free(ddx_lsp_server_t *s) {
     free(s->extra_rules[i]);
   free(s->extra_rules);
   free(s->dsconfig_path);
+  free(s->mem_model_path);
   free(s->rules_default);
   ddx_dscheck_free(s->dscheck);
   free(s->log_facts.ds_json);

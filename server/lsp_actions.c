@@ -49,6 +49,7 @@
 #include "ddx/lsp.h"
 
 #include "ddx/file.h"
+#include "ddx/report.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -795,6 +796,330 @@ static json_t *lsp_workspace_edit(ddx_lsp_server_t *s, const lsp_cfgsrc_t *cfg,
   return json_pack("{s:o}", "changes", changes);
 }
 
+/* The context of one log code action: the config found, parsed for the
+ * planner and as a tree for the memory model, the memory model's inputs,
+ * the offers made (to choose the preferred one) and the first reason a
+ * rung was refused (said when none applies). */
+#define LSP_MAX_OFFERS 64
+
+typedef struct lsp_offer {
+  json_t *action; /* borrowed from out */
+  int rung;       /* its place in the ladders, cheapest first */
+  int enough;     /* 1 the saving covers the shortfall, 0 it does not, -1 unknown */
+  double saved;   /* the low end of the saving, bytes (0 unknown) */
+} lsp_offer_t;
+
+typedef struct lsp_actx {
+  ddx_lsp_server_t *s;
+  const ddx_lsp_result_t *log;
+  const lsp_cfgsrc_t *cfg;
+  const char *name; /* the config's file name */
+  ddx_lsp_cfg_t *c; /* the planner's parse */
+  json_t *tree;     /* the memory model's (jansson), or NULL */
+  ddx_mem_inputs_t in;
+  ddx_lsp_mem_src_t src;
+  json_t *out;
+  lsp_offer_t offers[LSP_MAX_OFFERS];
+  size_t noffers;
+  int rung;
+  lsp_strs_t ids;         /* patch ids offered or refused already (one per id) */
+  char first_reason[600]; /* the first refusal, for "no quick fix applies" */
+  size_t nrefused;
+} lsp_actx_t;
+
+/* A rung that does not apply: a disabled code action with the reason
+ * (LSP 3.16 disabled.reason) for clients that show them; the first reason
+ * is kept for the summary a client without them gets. */
+static void lsp_refuse(lsp_actx_t *x, const char *title, const char *reason, json_t *diag) {
+  if (!x->first_reason[0]) snprintf(x->first_reason, sizeof x->first_reason, "%s", reason);
+  x->nrefused++;
+  if (!x->s->cap_disabled) return;
+  json_t *a = json_pack("{s:o, s:s, s:{s:o}}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
+                        "quickfix", "disabled", "reason", ddx_lsp_jstr(reason, strlen(reason)));
+  if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
+  json_array_append_new(x->out, a);
+}
+
+/* What a rung saves when the model is unknown: a share, never a number
+ * the server does not have. */
+static const char *lsp_share(json_t *patch, const char *flags) {
+  const char *path =
+      json_string_value(json_object_get(json_array_get(json_object_get(patch, "ops"), 0), "path"));
+  if (!path) path = "";
+  if ((flags && strstr(flags, "--gradient_checkpointing")) ||
+      strstr(path, "activation_checkpointing"))
+    return "keeps ~2·s·b·h bytes per layer of the ~34·s·b·h or more: most activations";
+  if (!strcmp(path, "train_micro_batch_size_per_gpu") || (flags && strstr(flags, "batch_size")))
+    return "~halves activations";
+  if (strstr(path, "offload_optimizer"))
+    return "moves the optimizer states and the fp32 master copy (12 bytes per parameter, "
+           "partitioned) to CPU memory";
+  if (strstr(path, "offload_param")) return "moves the 16-bit parameter partition to CPU memory";
+  if (!strcmp(path, "zero_optimization.stage"))
+    return "partitions the 16-bit parameters too (2 bytes per parameter, over the ranks)";
+  if (strstr(path, "bf16") || (flags && strstr(flags, "--bf16")))
+    return "~halves activations (2 bytes instead of 4)";
+  if (strstr(path, "prefetch_bucket")) return "a smaller prefetch buffer (2 bytes a parameter)";
+  if (strstr(path, "max_live_parameters"))
+    return "at most 1e8 gathered parameters alive (2 bytes each)";
+  if (strstr(path, "persistence_threshold")) return "small gathered parameters are released";
+  if (strstr(path, "contiguous_gradients")) return "less fragmentation, not fewer bytes";
+  return "share unknown";
+}
+
+static double lsp_gib(double b) {
+  return b / 1073741824.0;
+}
+
+/* The saving of a rung into buf ("saves ~22.0 GiB per GPU, enough"); the
+ * return says whether it is enough (1, 0, -1 unknown). patch: the rung;
+ * flags: its Trainer flags when it is not an edit. */
+static int lsp_saving(lsp_actx_t *x, json_t *patch, const char *patch_json, const char *flags,
+                      double short_by, double in_use, double *saved, char *buf, size_t cap) {
+  *saved = 0;
+  bool have_model = x->in.model.hidden > 0 || x->in.model.params > 0;
+  double lo = 0, hi = 0;
+  bool ok = false;
+  const char *why_unknown = NULL;
+  ddx_mem_estimate_t a, b;
+  if (!have_model) {
+    why_unknown = "the model is unknown: set ddx.memory.modelConfig to its config.json";
+  } else if (!x->tree) {
+    why_unknown = "the config is not a JSON object";
+  } else if (!flags) {
+    ok = ddx_mem_patch_saving(x->tree, patch_json, &x->in, &b, &lo, &hi) && b.valid;
+    if (!ok) why_unknown = b.missing[0] ? b.missing : "the memory model cannot price this fix";
+  } else {
+    /* the Trainer's flags: the estimate with and without what they change */
+    ddx_mem_inputs_t i0 = x->in, i1 = x->in;
+    json_t *t0 = json_deep_copy(x->tree), *t1 = json_deep_copy(x->tree);
+    bool can = t0 && t1;
+    long long m1 = 0;
+    const char *mb = strstr(flags, "--per_device_train_batch_size ");
+    if (strstr(flags, "--gradient_checkpointing")) {
+      i0.checkpointing = 0;
+      i1.checkpointing = 1;
+    }
+    if (mb) {
+      m1 = atoll(mb + strlen("--per_device_train_batch_size "));
+      if (m1 <= 0 || x->log->facts.micro_batch <= 0) {
+        can = false;
+        why_unknown = "the log does not say the micro batch";
+      }
+      i0.micro_batch = (double)x->log->facts.micro_batch;
+      i1.micro_batch = (double)m1;
+    }
+    if (strstr(flags, "--bf16")) { /* from fp32, the state the rung is for */
+      json_object_set_new(t0, "bf16", json_pack("{s:b}", "enabled", 0));
+      json_object_set_new(t0, "fp16", json_pack("{s:b}", "enabled", 0));
+      json_object_set_new(t1, "bf16", json_pack("{s:b}", "enabled", 1));
+      json_object_set_new(t1, "fp16", json_pack("{s:b}", "enabled", 0));
+    }
+    ddx_error_t err = {0};
+    if (can && ddx_mem_estimate(t0, &i0, &a, &err) == 0 &&
+        ddx_mem_estimate(t1, &i1, &b, &err) == 0 && a.valid && b.valid) {
+      lo = a.peak_lo - b.peak_lo;
+      hi = a.peak_hi - b.peak_hi;
+      if (lo > hi) {
+        double t = lo;
+        lo = hi;
+        hi = t;
+      }
+      ok = true;
+    } else if (!why_unknown) {
+      why_unknown = b.missing[0] ? b.missing : "the memory model cannot price this fix";
+    }
+    json_decref(t0);
+    json_decref(t1);
+  }
+  if (!ok) {
+    snprintf(buf, cap, "saving unknown (%s): %s", why_unknown ? why_unknown : "no estimate",
+             lsp_share(patch, flags));
+    return -1;
+  }
+  /* no fix frees more than the run had on the GPU when it failed */
+  if (in_use > 0 && hi > in_use) hi = in_use;
+  if (in_use > 0 && lo > in_use) lo = in_use;
+  *saved = lo;
+  char amount[96];
+  if (hi <= 0.05 * 1073741824.0 && lo > -0.05 * 1073741824.0)
+    snprintf(amount, sizeof amount, "saves ~0 GiB per GPU");
+  else if (hi < 0)
+    snprintf(amount, sizeof amount, "costs ~%.1f GiB per GPU", lsp_gib(-lo));
+  else if (hi - lo < 0.05 * hi || hi - lo < 0.1 * 1073741824.0)
+    snprintf(amount, sizeof amount, "saves ~%.1f GiB per GPU", lsp_gib((lo + hi) / 2));
+  else
+    snprintf(amount, sizeof amount, "saves ~%.1f-%.1f GiB per GPU", lsp_gib(lo > 0 ? lo : 0),
+             lsp_gib(hi));
+  if (short_by < 0) {
+    snprintf(buf, cap, "%s (the OOM line does not say how much was missing)", amount);
+    return -1;
+  }
+  if (lo >= short_by) {
+    snprintf(buf, cap, "%s, enough", amount);
+    return 1;
+  }
+  if (hi >= short_by)
+    snprintf(buf, cap, "%s, maybe enough (%.2f GiB were missing)", amount, lsp_gib(short_by));
+  else
+    snprintf(buf, cap, "%s, not enough (%.2f GiB were missing)", amount, lsp_gib(short_by));
+  return 0;
+}
+
+static void lsp_offer(lsp_actx_t *x, json_t *a, int enough, double saved) {
+  json_array_append_new(x->out, a);
+  if (x->noffers < LSP_MAX_OFFERS)
+    x->offers[x->noffers++] =
+        (lsp_offer_t){.action = a, .rung = x->rung, .enough = enough, .saved = saved};
+}
+
+/* The name of a rung for a flag action: its title up to ':' or " (". */
+static void lsp_short_title(const char *title, char *buf, size_t cap) {
+  size_t n = strcspn(title, ":(");
+  while (n && title[n - 1] == ' ')
+    n--;
+  snprintf(buf, cap, "%.*s", (int)n, title);
+}
+
+/* Actions for one rule's config_patches against the config found (or the
+ * reason there is none). Each rung is, in this order: the HF Trainer's
+ * flags when the change is the Trainer's (its keys are "auto", or it is
+ * activation checkpointing in the Trainer's config), an edit of the
+ * config, or refused with the reason. */
+static void lsp_rule_actions(lsp_actx_t *x, const ddx_rule_t *rule, json_t *diag, bool have_cfg) {
+  ddx_lsp_server_t *s = x->s;
+  json_t *patches = json_loads(rule->config_patches_json, 0, NULL);
+  if (!json_is_array(patches) || !json_array_size(patches)) {
+    json_decref(patches);
+    return;
+  }
+  char title[1200], why[2048], saving[400];
+  if (!have_cfg) {
+    snprintf(title, sizeof title, "ddx: fix %s in ds_config.json", rule->id);
+    lsp_refuse(x, title,
+               "no DeepSpeed config found: open your ds_config.json, or set ddx.dsConfig.path "
+               "(the log names none inside the workspace folders)",
+               diag);
+    json_decref(patches);
+    return;
+  }
+  if (!x->c) {
+    snprintf(title, sizeof title, "ddx: fix %s in %s", rule->id, x->name);
+    char reason[2600];
+    snprintf(reason, sizeof reason, "%s cannot be edited safely: %s", x->name, x->first_reason);
+    lsp_refuse(x, title, reason, diag);
+    json_decref(patches);
+    return;
+  }
+  /* how far off the OOM was: tried - free of this rule's incident */
+  double short_by = -1, in_use = 0;
+  for (size_t k = 0; x->log && k < x->log->diag.n && short_by < 0; k++) {
+    ddx_oom_t oom;
+    if (x->log->diag.incidents[k].rule == rule &&
+        ddx_report_oom(&x->log->diag.incidents[k], &oom)) {
+      short_by = oom.short_by;
+      in_use = oom.allocated > 0 ? oom.allocated + (oom.unallocated > 0 ? oom.unallocated : 0)
+               : oom.total > 0   ? oom.total - (oom.free > 0 ? oom.free : 0)
+                                 : 0;
+    }
+  }
+  size_t i;
+  json_t *p;
+  json_array_foreach(patches, i, p) {
+    const char *pid = json_string_value(json_object_get(p, "id"));
+    if (pid && lsp_strs_find(&x->ids, pid) >= 0) continue; /* offered for another OOM class */
+    if (pid) lsp_strs_add(&x->ids, pid, 1024);
+    x->rung++;
+    const char *ptitle = json_string_value(json_object_get(p, "title"));
+    if (!ptitle) ptitle = "apply the fix";
+    char *pj = json_dumps(p, JSON_COMPACT);
+    if (!pj) continue;
+    char *flags = NULL;
+    bool exact = true;
+    double saved;
+    char hfwhy[2048];
+    if (ddx_lsp_cfg_plan_hf(x->c, pj, &x->log->facts, &flags, &exact, hfwhy, sizeof hfwhy) == 0) {
+      /* A code action with a command, not an edit: the flags live in the
+       * launch command (a shell script, a notebook, a job spec) that the
+       * server does not know, so there is no file to put in a
+       * WorkspaceEdit, and an action with neither an edit nor a command
+       * does nothing when chosen. ddx.showFix shows the exact flags
+       * (window/showMessage) and returns them for a client to copy; the
+       * title names them, so the flag is read without running it. */
+      int enough = lsp_saving(x, p, pj, flags, short_by, in_use, &saved, saving, sizeof saving);
+      char name[200], message[1600];
+      bool ckpt = strstr(flags, "--gradient_checkpointing") != NULL;
+      if (ckpt)
+        snprintf(name, sizeof name, "Activation checkpointing");
+      else
+        lsp_short_title(ptitle, name, sizeof name);
+      const char *where =
+          ckpt ? "a Hugging Face model checkpoints with the Trainer's flag; ds_config's "
+                 "activation_checkpointing takes effect only where the model calls "
+                 "deepspeed.checkpointing.checkpoint"
+               : "its ds_config keys are \"auto\": the HF Trainer fills them from these flags";
+      snprintf(title, sizeof title, "ddx: %s: run with %s: %s", name, flags, saving);
+      snprintf(message, sizeof message, "ddx (%s): add to the training command: %s%s (%s; %s)",
+               rule->id, flags, exact ? "" : " with your values in place of <...>", where, saving);
+      json_t *a = json_pack("{s:o, s:s, s:{s:s, s:s, s:[{s:o, s:o}]}}", "title",
+                            ddx_lsp_jstr(title, strlen(title)), "kind", "quickfix", "command",
+                            "title", "Show the flags", "command", "ddx.showFix", "arguments",
+                            "message", ddx_lsp_jstr(message, strlen(message)), "copy",
+                            ddx_lsp_jstr(flags, strlen(flags)));
+      if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
+      lsp_offer(x, a, enough, saved);
+      free(flags);
+      free(pj);
+      continue;
+    }
+    ddx_lsp_edit_t *edits = NULL;
+    size_t nedits = 0;
+    char *ptitle2 = NULL;
+    int rc = ddx_lsp_cfg_plan(x->c, pj, &edits, &nedits, &ptitle2, why, sizeof why);
+    const char *shown = ptitle2 ? ptitle2 : ptitle;
+    if (rc == 0 && nedits) {
+      int enough = lsp_saving(x, p, pj, NULL, short_by, in_use, &saved, saving, sizeof saving);
+      char hf[400] = "", also[500] = "";
+      if (ddx_lsp_cfg_hf_flags_after(x->c, edits, nedits, hf, sizeof hf))
+        snprintf(also, sizeof also, "; also run with %s (the HF Trainer checks they match)", hf);
+      snprintf(title, sizeof title, "ddx: %s (%s): %s%s", shown, x->name, saving, also);
+      json_t *a = json_pack("{s:o, s:s, s:o}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
+                            "quickfix", "edit", lsp_workspace_edit(s, x->cfg, edits, nedits));
+      if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
+      lsp_offer(x, a, enough, saved);
+    } else {
+      snprintf(title, sizeof title, "ddx: %s (%s)", shown, x->name);
+      char reason[4200];
+      /* the planner's reason; the Trainer's only when it says more */
+      if (rc && strstr(why, "\"auto\"") && !strstr(hfwhy, "not the HF Trainer's: the config"))
+        snprintf(reason, sizeof reason, "%s; %s", why, hfwhy);
+      else
+        snprintf(reason, sizeof reason, "%s", rc ? why : "the fix changes nothing in this config");
+      lsp_refuse(x, title, reason, diag);
+    }
+    ddx_lsp_edits_free(edits, nedits);
+    free(ptitle2);
+    free(pj);
+  }
+  json_decref(patches);
+}
+
+/* The preferred fix: the cheapest rung (ladder order) whose saving is
+ * enough; when the savings are known and none is enough, the one that
+ * saves most; when they are unknown, the cheapest rung. */
+static void lsp_prefer(lsp_actx_t *x) {
+  const lsp_offer_t *best = NULL;
+  for (size_t i = 0; i < x->noffers && !best; i++)
+    if (x->offers[i].enough == 1) best = &x->offers[i];
+  for (size_t i = 0; i < x->noffers && !best; i++)
+    if (x->offers[i].enough == 0) best = &x->offers[i];
+  if (best && best->enough == 0)
+    for (size_t i = 0; i < x->noffers; i++)
+      if (x->offers[i].enough == 0 && x->offers[i].saved > best->saved) best = &x->offers[i];
+  if (!best && x->noffers) best = &x->offers[0];
+  if (best) json_object_set_new(best->action, "isPreferred", json_true());
+}
+
 static void lsp_disabled(ddx_lsp_server_t *s, json_t *out, const char *title, const char *reason,
                          json_t *diag) {
   if (!s->cap_disabled) return; /* a client that cannot show why gets nothing */
@@ -802,71 +1127,6 @@ static void lsp_disabled(ddx_lsp_server_t *s, json_t *out, const char *title, co
                         "quickfix", "disabled", "reason", ddx_lsp_jstr(reason, strlen(reason)));
   if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
   json_array_append_new(out, a);
-}
-
-/* Actions for one rule's config_patches against the config found (or the
- * reason there is none). */
-static void lsp_rule_actions(ddx_lsp_server_t *s, const ddx_rule_t *rule, json_t *diag,
-                             const lsp_cfgsrc_t *cfg, bool have_cfg, bool *preferred, json_t *out) {
-  json_t *patches = json_loads(rule->config_patches_json, 0, NULL);
-  if (!json_is_array(patches) || !json_array_size(patches)) {
-    json_decref(patches);
-    return;
-  }
-  char title[512], why[2048];
-  if (!have_cfg) {
-    snprintf(title, sizeof title, "ddx: fix %s in ds_config.json", rule->id);
-    lsp_disabled(s, out, title,
-                 "no DeepSpeed config found: open your ds_config.json, or set ddx.dsConfig.path "
-                 "(the log names none "
-                 "inside the workspace folders)",
-                 diag);
-    json_decref(patches);
-    return;
-  }
-  const char *name = cfg->path ? ddx_lsp_basename(cfg->path) : ddx_lsp_basename(cfg->uri);
-  ddx_lsp_cfg_t *c = ddx_lsp_cfg_parse(cfg->text->data, cfg->text->len, why, sizeof why);
-  if (!c) {
-    snprintf(title, sizeof title, "ddx: fix %s in %s", rule->id, name);
-    char reason[2600];
-    snprintf(reason, sizeof reason, "%s cannot be edited safely: %s", name, why);
-    lsp_disabled(s, out, title, reason, diag);
-    json_decref(patches);
-    return;
-  }
-  size_t i;
-  json_t *p;
-  json_array_foreach(patches, i, p) {
-    const char *ptitle = json_string_value(json_object_get(p, "title"));
-    char *pj = json_dumps(p, JSON_COMPACT);
-    ddx_lsp_edit_t *edits = NULL;
-    size_t nedits = 0;
-    char *ptitle2 = NULL;
-    int rc = pj ? ddx_lsp_cfg_plan(c, pj, &edits, &nedits, &ptitle2, why, sizeof why) : -1;
-    free(pj);
-    snprintf(title, sizeof title, "ddx: %s (%s)",
-             ptitle2  ? ptitle2
-             : ptitle ? ptitle
-                      : "apply the fix",
-             name);
-    if (rc == 0 && nedits) {
-      json_t *a = json_pack("{s:o, s:s, s:o}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
-                            "quickfix", "edit", lsp_workspace_edit(s, cfg, edits, nedits));
-      if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
-      if (!*preferred) {
-        json_object_set_new(a, "isPreferred",
-                            json_true()); /* the cheapest rung of the rule's ladder */
-        *preferred = true;
-      }
-      json_array_append_new(out, a);
-    } else {
-      lsp_disabled(s, out, title, rc ? why : "the fix changes nothing in this config", diag);
-    }
-    ddx_lsp_edits_free(edits, nedits);
-    free(ptitle2);
-  }
-  ddx_lsp_cfg_free(c);
-  json_decref(patches);
 }
 
 /* Quick fixes of a ds_config document's own diagnostics: the findings with
@@ -1149,9 +1409,65 @@ static json_t *lsp_code_action_run(ddx_lsp_server_t *s, json_t *params, ddx_lsp_
   }
   lsp_cfgsrc_t cfg = {0};
   bool have = lsp_find_config(s, d, ix ? ix->snap : NULL, &cfg);
-  bool preferred = false;
+  lsp_actx_t *x = calloc(1, sizeof *x);
+  if (!x) {
+    lsp_cfgsrc_clear(&cfg);
+    return out;
+  }
+  x->s = s;
+  x->log = r;
+  x->cfg = &cfg;
+  x->out = out;
+  if (have) {
+    x->name = cfg.path ? ddx_lsp_basename(cfg.path) : ddx_lsp_basename(cfg.uri);
+    x->c =
+        ddx_lsp_cfg_parse(cfg.text->data, cfg.text->len, x->first_reason, sizeof x->first_reason);
+    if (x->c) {
+      x->first_reason[0] = 0;
+      ddx_error_t lerr = {0};
+      x->tree = ddx_mem_config_load(cfg.text->data, cfg.text->len, &lerr);
+    }
+    ddx_lsp_mem_inputs(s, r, &x->in, &x->src);
+    /* an "auto" micro batch is the one the log ran with */
+    json_t *m = json_object_get(x->tree, "train_micro_batch_size_per_gpu");
+    if (json_is_string(m) && r->facts.micro_batch > 0)
+      x->in.micro_batch = (double)r->facts.micro_batch;
+  }
   for (size_t k = 0; k < nr; k++)
-    lsp_rule_actions(s, rules[k], diags[k], &cfg, have, &preferred, out);
+    lsp_rule_actions(x, rules[k], diags[k], have);
+  lsp_prefer(x);
+  if (!x->noffers && x->nrefused && !s->cap_disabled) {
+    /* a client that shows no disabled actions still hears why none applies */
+    char title[900], message[1200];
+    snprintf(title, sizeof title, "ddx: no quick fix applies%s%s: %s", have ? " in " : "",
+             have ? x->name : "", x->first_reason);
+    snprintf(message, sizeof message, "ddx: no quick fix applies%s%s: %s", have ? " in " : "",
+             have ? x->name : "", x->first_reason);
+    json_t *a = json_pack("{s:o, s:s, s:{s:s, s:s, s:[{s:o}]}}", "title",
+                          ddx_lsp_jstr(title, strlen(title)), "kind", "quickfix", "command",
+                          "title", "Why", "command", "ddx.showFix", "arguments", "message",
+                          ddx_lsp_jstr(message, strlen(message)));
+    if (diags[0]) json_object_set_new(a, "diagnostics", json_pack("[O]", diags[0]));
+    json_array_append_new(out, a);
+  }
+  ddx_lsp_cfg_free(x->c);
+  json_decref(x->tree);
+  lsp_strs_free(&x->ids);
+  free(x);
   lsp_cfgsrc_clear(&cfg);
   return out;
+}
+
+json_t *ddx_lsp_cmd_show_fix(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
+  json_t *arg = json_array_get(json_object_get(params, "arguments"), 0);
+  const char *msg = json_string_value(json_object_get(arg, "message"));
+  json_t *copy = json_object_get(arg, "copy");
+  if (!msg || (copy && !json_is_string(copy)))
+    return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS,
+                        "ddx.showFix needs {\"message\": string, \"copy\"?: string}");
+  ddx_lsp_notify(
+      s, "window/showMessage",
+      json_pack("{s:i, s:o}", "type", DDX_LSP_LOG_INFO, "message", ddx_lsp_jstr(msg, strlen(msg))));
+  return json_pack("{s:o, s:O}", "message", ddx_lsp_jstr(msg, strlen(msg)), "copy",
+                   copy ? copy : json_null());
 }

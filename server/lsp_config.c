@@ -203,22 +203,62 @@ const ddx_dscheck_t *ddx_lsp_cfg_schema(ddx_lsp_server_t *s) {
 
 /* The search for a model's config.json, on the thread pool: it lists and
  * reads files, which the loop thread never does. The worker has its own
- * copy of the folders and writes only its result. */
+ * copy of the folders and the setting, and writes only its result. */
 typedef struct lsp_model_job {
   uv_work_t req;
   ddx_lsp_server_t *s;
-  char **folders; /* NULL-terminated copy */
-  double params;  /* out */
-  char from[512]; /* out */
+  char **folders;        /* NULL-terminated copy */
+  char *setting;         /* ddx.memory.modelConfig, or NULL */
+  double params;         /* out */
+  char from[512];        /* out */
+  ddx_mem_model_t shape; /* out: the shape for the memory model */
+  bool shape_ok;         /* out */
+  char shape_from[600];  /* out */
+  char setting_err[300]; /* out: why the setting's file gave nothing */
 } lsp_model_job_t;
 
-/* A model's config.json at the top of a workspace folder or one level
- * below (sorted, first that names a model wins), each read the safe way
- * (ddx_file_read: a regular file of at most 1 MiB; a FIFO or a link to
- * /dev/stdin is refused, not waited on). */
+/* One candidate: read the safe way (ddx_file_read: a regular file of at
+ * most 1 MiB; a FIFO or a link to /dev/stdin is refused, not waited on);
+ * true when it names a model (its parameter count and shape are kept). */
+static bool lsp_model_try(lsp_model_job_t *j, const char *path, bool named) {
+  size_t len = 0;
+  char *txt = NULL;
+  ddx_error_t err = {0};
+  ddx_file_opts_t o = {.max_bytes = (size_t)1 << 20, .what = "model config"};
+  if (ddx_file_read(path, &o, &txt, &len, &err) != 0) {
+    if (named) snprintf(j->setting_err, sizeof j->setting_err, "%.290s", err.msg);
+    return false;
+  }
+  char how[256], shape_how[256];
+  double params = 0;
+  bool p = ddx_dscheck_model_params(txt, len, &params, how, sizeof how);
+  bool m = ddx_mem_model_from_hf(txt, len, &j->shape, shape_how, sizeof shape_how);
+  free(txt);
+  if (!p && !m) {
+    if (named)
+      snprintf(j->setting_err, sizeof j->setting_err,
+               "it holds no model shape (hidden_size, num_hidden_layers, ...)");
+    memset(&j->shape, 0, sizeof j->shape);
+    return false;
+  }
+  if (p) {
+    j->params = params;
+    snprintf(j->from, sizeof j->from, "%.250s (%.200s)", path, how);
+  }
+  j->shape_ok = m;
+  if (m) snprintf(j->shape_from, sizeof j->shape_from, "%.300s (%.250s)", path, shape_how);
+  if (!m) memset(&j->shape, 0, sizeof j->shape);
+  return true;
+}
+
+/* The setting's file first, else a model's config.json at the top of a
+ * workspace folder or one level below (sorted, first that names a model
+ * wins). */
 static void lsp_model_work(uv_work_t *req) {
   lsp_model_job_t *j = req->data;
-  for (char **fp = j->folders; *fp && !j->params; fp++) {
+  if (j->setting && lsp_model_try(j, j->setting, true)) return;
+  bool found = false;
+  for (char **fp = j->folders; *fp && !found; fp++) {
     char **names = NULL;
     size_t n = 0, cap = 0;
     DIR *dp = opendir(*fp);
@@ -249,18 +289,7 @@ static void lsp_model_work(uv_work_t *req) {
     if (dp) closedir(dp);
     if (n > 1) qsort(names + 1, n - 1, sizeof *names, lsp_cmp_cstr);
     for (size_t k = 0; k < n; k++) {
-      size_t len = 0;
-      char *txt = NULL;
-      ddx_error_t err = {0};
-      ddx_file_opts_t o = {.max_bytes = (size_t)1 << 20, .what = "model config"};
-      if (!j->params && ddx_file_read(names[k], &o, &txt, &len, &err) != 0) txt = NULL;
-      char how[256];
-      double params = 0;
-      if (txt && ddx_dscheck_model_params(txt, len, &params, how, sizeof how)) {
-        j->params = params;
-        snprintf(j->from, sizeof j->from, "%.250s (%.200s)", names[k], how);
-      }
-      free(txt);
+      if (!found) found = lsp_model_try(j, names[k], false);
       free(names[k]);
     }
     free(names);
@@ -271,6 +300,7 @@ static void lsp_model_job_free(lsp_model_job_t *j) {
   for (char **f = j->folders; f && *f; f++)
     free(*f);
   free(j->folders);
+  free(j->setting);
   free(j);
 }
 
@@ -289,10 +319,20 @@ static void lsp_model_done(uv_work_t *req, int status) {
     lsp_find_model(s);
     return;
   }
+  bool changed = j->params != s->model_ws_params || j->shape_ok != s->model_shape_ok ||
+                 strcmp(j->from, s->model_ws_from) || strcmp(j->shape_from, s->model_shape_from);
+  bool waiting = s->model_waiting;
+  s->model_waiting = false;
   s->model_ws_params = j->params;
   snprintf(s->model_ws_from, sizeof s->model_ws_from, "%s", j->from);
+  s->model_shape = j->shape;
+  s->model_shape_ok = j->shape_ok;
+  snprintf(s->model_shape_from, sizeof s->model_shape_from, "%s", j->shape_from);
+  if (j->setting && j->setting_err[0])
+    ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "ddx.memory.modelConfig %s: %s", j->setting,
+                j->setting_err);
   lsp_model_job_free(j);
-  ddx_lsp_cfg_check_all(s); /* configs waiting for the model are checked now */
+  if (changed || waiting) ddx_lsp_cfg_check_all(s); /* configs waiting for the model */
 }
 
 /* Starts the search (once at a time); its result arrives in
@@ -300,11 +340,9 @@ static void lsp_model_done(uv_work_t *req, int status) {
 static void lsp_find_model(ddx_lsp_server_t *s) {
   s->model_scanned = true;
   if (s->model_job) return;
-  s->model_ws_params = 0;
-  s->model_ws_from[0] = 0;
   lsp_model_job_t *j = calloc(1, sizeof *j);
   if (j) j->folders = calloc(s->nfolders + 1, sizeof *j->folders);
-  bool ok = j && j->folders;
+  bool ok = j && j->folders && (!s->mem_model_path || (j->setting = strdup(s->mem_model_path)));
   for (size_t f = 0; ok && f < s->nfolders; f++)
     ok = (j->folders[f] = strdup(s->folders[f])) != NULL;
   if (ok) {
@@ -321,11 +359,11 @@ static void lsp_find_model(ddx_lsp_server_t *s) {
 
 void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_src_t *src) {
   memset(f, 0, sizeof *f);
+  if (!s->model_scanned) lsp_find_model(s); /* the shape is wanted even with the setting */
   if (s->model_params > 0) {
     f->params = s->model_params;
     snprintf(src->params, sizeof src->params, "the setting ddx.model.parameters");
   } else {
-    if (!s->model_scanned) lsp_find_model(s);
     if (s->model_ws_params > 0) {
       f->params = s->model_ws_params;
       snprintf(src->params, sizeof src->params, "%s", s->model_ws_from);
@@ -376,6 +414,8 @@ static void lsp_cfg_publish(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, json_t *diags
                            "diagnostics", diags));
 }
 
+static json_t *lsp_cfg_memory_diag(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d);
+
 void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
   if (d->kind != DDX_LSP_DOC_JSON || s->exiting || s->shutdown) return;
   /* Decide cheaply first: a vocab.json, tokenizer.json, package.json or a
@@ -392,11 +432,14 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
     d->cfg_published = false;
     return;
   }
-  if (s->model_params <= 0 && (!s->model_scanned || s->model_job)) {
+  if ((s->model_params <= 0 || s->mem_model_path) && (!s->model_scanned || s->model_job)) {
     /* The model's config.json is being looked for (on a worker): this
      * document is checked when it is found or not (lsp_model_done). */
     if (!s->model_scanned) lsp_find_model(s);
-    if (s->model_job) return;
+    if (s->model_job) {
+      s->model_waiting = true;
+      return;
+    }
   }
   ddx_dscheck_facts_t f;
   ddx_lsp_cfg_src_t src;
@@ -432,6 +475,13 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
                            x->severity, "code", x->code, "source", "ddx", "message",
                            ddx_lsp_jstr(x->message, strlen(x->message)), "data", data));
     }
+    /* the memory model: a warning when the predicted peak exceeds the GPU */
+    bool states = false; /* dscheck's: the model states alone do not fit */
+    for (size_t i = 0; i < json_array_size(diags); i++)
+      states |= !strcmp(json_string_value(json_object_get(json_array_get(diags, i), "code")),
+                        "ds-config.memory");
+    json_t *mem = show && !states ? lsp_cfg_memory_diag(s, d) : NULL;
+    if (mem) json_array_append_new(diags, mem);
   } else {
     show = false;
     ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "ds_config check of %s failed: %s", d->uri, err.msg);
@@ -473,7 +523,38 @@ static const char *lsp_find(const char *h, size_t n, const char *lit) {
 
 #define LSP_DS_JSON_MAX ((size_t)256 << 10)
 
+/* The last value printed after lit ("train_micro_batch_size_per_gpu ....
+ * 8", "Instantaneous batch size per device = 8", "\"key\": 8"), lit
+ * starting a word; 0 none. */
+static long long lsp_last_count(const char *text, size_t len, const char *lit) {
+  const char *p = text, *end = text + len;
+  size_t k = strlen(lit);
+  long long last = 0;
+  while ((p = lsp_find(p, (size_t)(end - p), lit))) {
+    bool word = p == text || strchr(" \t\"[", p[-1]);
+    const char *q = p + k;
+    while (q < end && strchr(" .=:\"", *q) && q - (p + k) < 64)
+      q++;
+    long long v = 0;
+    const char *d0 = q;
+    while (q < end && *q >= '0' && *q <= '9' && v < 100000000)
+      v = v * 10 + (*q++ - '0');
+    bool whole = q == end || !((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e');
+    if (word && q > d0 && whole && v > 0) last = v;
+    p += k;
+  }
+  return last;
+}
+
 void ddx_lsp_logfacts_from_text(const char *text, size_t len, ddx_lsp_logfacts_t *f) {
+  /* the batch the job ran with: DeepSpeed's config print (after the HF
+   * Trainer filled "auto" in), else the Trainer's own banner */
+  long long m = lsp_last_count(text, len, "train_micro_batch_size_per_gpu");
+  if (!m) m = lsp_last_count(text, len, "Instantaneous batch size per device");
+  long long g = lsp_last_count(text, len, "gradient_accumulation_steps");
+  if (!g) g = lsp_last_count(text, len, "Gradient Accumulation steps");
+  if (m) f->micro_batch = m;
+  if (g) f->grad_accum = g;
   /* DeepSpeedConfig.print: "  world_size ................... 8" (the
    * data-parallel size); the last print wins. */
   const char *p = text, *end = text + len;
@@ -565,6 +646,8 @@ void ddx_lsp_cfg_log_diagnosed(ddx_lsp_server_t *s, const char *uri, const ddx_l
                  strcmp(s->log_facts_from, ddx_lsp_basename(uri));
   s->log_facts.gpu_total = f->gpu_total;
   s->log_facts.dp_world_size = f->dp_world_size;
+  s->log_facts.micro_batch = f->micro_batch;
+  s->log_facts.grad_accum = f->grad_accum;
   snprintf(s->log_facts_from, sizeof s->log_facts_from, "%s", ddx_lsp_basename(uri));
   if (changed) ddx_lsp_cfg_check_all(s);
 }
@@ -599,4 +682,159 @@ bool ddx_lsp_cfg_matches_print(const char *text, size_t len, const char *printed
   json_decref(want);
   json_decref(got);
   return ok;
+}
+
+/* --------------------------------------------- the HF Trainer's flags */
+
+int ddx_lsp_cfg_plan_hf(const ddx_lsp_cfg_t *c, const char *patch_json, const ddx_lsp_logfacts_t *f,
+                        char **flags, bool *exact, char *why, size_t whycap) {
+  ddx_hf_known_t known = {.micro_batch = f ? f->micro_batch : 0,
+                          .grad_accum = f ? f->grad_accum : 0};
+  ddx_error_t err = {0};
+  if (ddx_dsconfig_plan_hf(c->c, patch_json, &known, flags, exact, &err)) {
+    snprintf(why, whycap, "%s", err.msg[0] ? err.msg : "not the HF Trainer's");
+    return -1;
+  }
+  return 0;
+}
+
+bool ddx_lsp_cfg_hf_flags_after(const ddx_lsp_cfg_t *c, const ddx_lsp_edit_t *edits, size_t n,
+                                char *buf, size_t cap) {
+  ddx_text_edit_t *e = calloc(n ? n : 1, sizeof *e);
+  if (!e) return false;
+  for (size_t i = 0; i < n; i++)
+    e[i] = (ddx_text_edit_t){.start = edits[i].start, .end = edits[i].end, .text = edits[i].text};
+  ddx_patch_plan_t plan = {.edits = e, .nedits = n};
+  bool any = ddx_dsconfig_hf_flags_after(c->c, &plan, buf, cap);
+  free(e);
+  return any;
+}
+
+/* ------------------------------------------------------ the memory model */
+
+void ddx_lsp_mem_inputs(ddx_lsp_server_t *s, const ddx_lsp_result_t *log, ddx_mem_inputs_t *in,
+                        ddx_lsp_mem_src_t *src) {
+  memset(in, 0, sizeof *in);
+  src->world[0] = src->gpu[0] = 0;
+  if (!s->model_scanned) lsp_find_model(s);
+  if (s->model_shape_ok) {
+    in->model = s->model_shape;
+    in->model_from = s->model_shape_from;
+  }
+  if (s->model_params > 0) in->model.params = s->model_params; /* ddx.model.parameters */
+  in->seq_len = s->mem_seq_len > 0 ? s->mem_seq_len : 0;
+  in->flash_attention = -1;
+  in->checkpointing = -1;
+  const ddx_lsp_logfacts_t *f = log ? &log->facts : &s->log_facts;
+  const char *from = log ? "the log" : s->log_facts_from;
+  if (s->world_size > 0) {
+    in->world_size = s->world_size;
+    snprintf(src->world, sizeof src->world, "the setting ddx.world.size");
+  } else if (f->dp_world_size > 0) {
+    in->world_size = f->dp_world_size;
+    snprintf(src->world, sizeof src->world, "DeepSpeed's config print in %.250s", from);
+  } else if (log && log->scan.layout && log->scan.layout->world_size > 0) {
+    in->world_size = log->scan.layout->world_size;
+    snprintf(src->world, sizeof src->world, "the launcher's layout in the log");
+  } else if (log) {
+    int32_t top = -1; /* the ranks the diagnosis saw: at least that many */
+    for (size_t i = 0; i < log->diag.n; i++) {
+      const ddx_rankset_t *r = &log->diag.incidents[i].ranks;
+      for (size_t k = 0; k < r->n; k++)
+        if (r->v[k] > top) top = r->v[k];
+    }
+    if (top > 0) {
+      in->world_size = top + 1;
+      snprintf(src->world, sizeof src->world, "the ranks seen in the log (0-%d)", (int)top);
+    }
+  }
+  if (in->world_size > 0) in->world_from = src->world;
+  if (f->gpu_total > 0) {
+    in->gpu_bytes = f->gpu_total;
+    snprintf(src->gpu, sizeof src->gpu, "the OOM in %.250s", from);
+  } else if (s->mem_gpu_gib > 0) {
+    in->gpu_bytes = s->mem_gpu_gib * 1073741824.0;
+    snprintf(src->gpu, sizeof src->gpu, "the setting ddx.memory.gpuMemoryGiB");
+  }
+  if (in->gpu_bytes > 0) in->gpu_from = src->gpu;
+}
+
+/* The estimate of a ds_config text; false when it is no JSON object. */
+static bool lsp_cfg_estimate(ddx_lsp_server_t *s, const ddx_lsp_text_t *text, ddx_mem_estimate_t *e,
+                             ddx_mem_inputs_t *in, ddx_lsp_mem_src_t *src) {
+  ddx_error_t lerr = {0};
+  json_t *cfg =
+      ddx_mem_config_load(text->data, text->len, &lerr); /* hjson, as DeepSpeed reads it */
+  if (!json_is_object(cfg)) {
+    json_decref(cfg);
+    return false;
+  }
+  ddx_lsp_mem_inputs(s, NULL, in, src);
+  /* an "auto" micro batch is the one the last diagnosed log ran with */
+  json_t *m = json_object_get(cfg, "train_micro_batch_size_per_gpu");
+  if (json_is_string(m) && s->log_facts.micro_batch > 0)
+    in->micro_batch = (double)s->log_facts.micro_batch;
+  ddx_error_t err = {0};
+  int rc = ddx_mem_estimate(cfg, in, e, &err);
+  json_decref(cfg);
+  return rc == 0;
+}
+
+char *ddx_lsp_cfg_memory_markdown(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d) {
+  if (d->text->len > DDX_LSP_CFG_MAX_BYTES) return NULL;
+  ddx_mem_estimate_t e;
+  ddx_mem_inputs_t in;
+  ddx_lsp_mem_src_t src;
+  if (!lsp_cfg_estimate(s, d->text, &e, &in, &src)) return NULL;
+  ddx_sb_t b;
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "**Peak memory per GPU** (ddx memory model)\n\n");
+  char *md = ddx_mem_markdown(&e);
+  if (md) ddx_sb_puts(&b, md);
+  free(md);
+  ddx_sb_puts(&b, "\n");
+  if (in.model_from)
+    ddx_sb_printf(&b, "\n- Model: %s\n", in.model_from);
+  else
+    ddx_sb_puts(&b, "\n- Model: unknown: set `ddx.memory.modelConfig` to the model's config.json "
+                    "(or keep one in the workspace)\n");
+  if (in.seq_len > 0)
+    ddx_sb_printf(&b, "- Sequence length: %.0f (ddx.memory.seqLen)\n", in.seq_len);
+  else
+    ddx_sb_puts(&b, "- Sequence length: unknown: set `ddx.memory.seqLen`\n");
+  if (in.world_from)
+    ddx_sb_printf(&b, "- World size: %lld, from %s\n", (long long)in.world_size, in.world_from);
+  if (in.gpu_from)
+    ddx_sb_printf(&b, "- GPU: %.1f GiB, from %s\n", in.gpu_bytes / 1073741824.0, in.gpu_from);
+  else
+    ddx_sb_puts(&b,
+                "- GPU memory: unknown: set `ddx.memory.gpuMemoryGiB` (or diagnose an OOM log)\n");
+  return ddx_sb_take(&b);
+}
+
+/* The warning of a ds_config document whose predicted peak exceeds the GPU
+ * (verdict OOM), at its zero_optimization key (else its first byte). */
+static json_t *lsp_cfg_memory_diag(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d) {
+  ddx_mem_estimate_t e;
+  ddx_mem_inputs_t in;
+  ddx_lsp_mem_src_t src;
+  if (!lsp_cfg_estimate(s, d->text, &e, &in, &src) || e.verdict != DDX_MEM_OOM) return NULL;
+  char v[300], msg[900];
+  ddx_mem_verdict_text(&e, v, sizeof v);
+  snprintf(msg, sizeof msg,
+           "%s per GPU (model %.300s; GPU from %.200s): the run is predicted to run out of memory; "
+           "hover for the terms",
+           v, in.model_from ? in.model_from : "unknown", in.gpu_from ? in.gpu_from : "unknown");
+  const char *key = "\"zero_optimization\"";
+  size_t at = 0, end = d->text->len ? 1 : 0, k = strlen(key);
+  for (size_t i = 0; i + k <= d->text->len; i++)
+    if (!memcmp(d->text->data + i, key, k)) {
+      at = i;
+      end = i + k;
+      break;
+    }
+  return json_pack("{s:o, s:i, s:s, s:s, s:o}", "range",
+                   ddx_lsp_range(d->text, s->encoding, at, end), "severity", 2, "code",
+                   "ds-config.memory-peak", "source", "ddx", "message",
+                   ddx_lsp_jstr(msg, strlen(msg)));
 }

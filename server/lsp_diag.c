@@ -859,6 +859,7 @@ json_t *ddx_lsp_execute_command(ddx_lsp_server_t *s, json_t *params, ddx_lsp_cal
   if (!strcmp(cmd, "ddx.diagnoseFile")) return lsp_cmd_diagnose_file(s, params, call);
   if (!strcmp(cmd, "ddx.explain")) return lsp_cmd_explain(s, params, call);
   if (!strcmp(cmd, "ddx.catalog")) return lsp_cmd_catalog(s, params, call);
+  if (!strcmp(cmd, "ddx.showFix")) return ddx_lsp_cmd_show_fix(s, params, call);
   return ddx_lsp_fail(call, DDX_LSP_INVALID_PARAMS, "unknown command %.200s", cmd);
 }
 
@@ -912,6 +913,27 @@ void ddx_lsp_apply_settings(ddx_lsp_server_t *s, json_t *settings, bool reload) 
     s->dsconfig_path =
         json_is_string(ds) && json_string_length(ds) ? lsp_resolve(s, json_string_value(ds)) : NULL;
   }
+  /* the memory model: the model's config.json (machine-scoped, like
+   * dsConfig.path: read wherever it is), the sequence length, the GPU */
+  json_t *mc = lsp_setting(settings, "memory", "modelConfig");
+  if (json_is_string(mc) || json_is_null(mc)) {
+    char *p =
+        json_is_string(mc) && json_string_length(mc) ? lsp_resolve(s, json_string_value(mc)) : NULL;
+    if ((p == NULL) != (s->mem_model_path == NULL) || (p && strcmp(p, s->mem_model_path)))
+      s->model_scanned = false; /* searched again (lsp_config.c) */
+    free(s->mem_model_path);
+    s->mem_model_path = p;
+  }
+  json_t *sl = lsp_setting(settings, "memory", "seqLen");
+  if (json_is_number(sl) && json_number_value(sl) >= 0 && json_number_value(sl) <= 1e8)
+    s->mem_seq_len = json_number_value(sl);
+  else if (json_is_null(sl))
+    s->mem_seq_len = 0;
+  json_t *gm = lsp_setting(settings, "memory", "gpuMemoryGiB");
+  if (json_is_number(gm) && json_number_value(gm) >= 0 && json_number_value(gm) <= 1e6)
+    s->mem_gpu_gib = json_number_value(gm);
+  else if (json_is_null(gm))
+    s->mem_gpu_gib = 0;
   json_t *mp = lsp_setting(settings, "model", "parameters");
   if (json_is_number(mp)) s->model_params = json_number_value(mp);
   json_t *ws = lsp_setting(settings, "world", "size");

@@ -64,6 +64,25 @@ static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t of
       }
       ddx_dscheck_result_free(&res);
     }
+    /* the memory model's peak per GPU (lsp_config.c) on the keys it reads */
+    static const char *const mem_keys[] = {"zero_optimization",
+                                           "train_micro_batch_size_per_gpu",
+                                           "gradient_accumulation_steps",
+                                           "train_batch_size",
+                                           "bf16",
+                                           "fp16",
+                                           "optimizer",
+                                           "activation_checkpointing",
+                                           "zero_optimization.stage",
+                                           "zero_optimization.offload_optimizer",
+                                           "zero_optimization.offload_param",
+                                           NULL};
+    bool mem = false;
+    for (size_t k = 0; mem_keys[k] && !mem; k++)
+      mem = !strcmp(path, mem_keys[k]);
+    char *mm = mem ? ddx_lsp_cfg_memory_markdown(s, d) : NULL;
+    if (mm) ddx_sb_printf(&b, "\n---\n\n%s", mm);
+    free(mm);
     r = lsp_markup(b.s ? b.s : "", ddx_lsp_range(d->text, s->encoding, ks, ke));
     ddx_sb_free(&b);
     free(doc);

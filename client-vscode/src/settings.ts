@@ -8,6 +8,7 @@ export interface ServerSettings {
   dsConfig: { path: string | null };
   model: { parameters: number | null };
   world: { size: number | null };
+  memory: { modelConfig: string | null; seqLen: number | null; gpuMemoryGiB: number | null };
   diagnoseFile: { allowOutsideWorkspace: boolean };
   hang: { stallSeconds: number };
 }
@@ -18,7 +19,7 @@ export interface ServerSettings {
  * counts: a workspace or folder value is ignored, with a notice (package.json gives them
  * `"scope": "machine"`, so VS Code drops such values too).
  */
-export const MACHINE_SETTINGS = ['server.path', 'rules.extraPaths', 'dsConfig.path', 'diagnoseFile.allowOutsideWorkspace'] as const;
+export const MACHINE_SETTINGS = ['server.path', 'rules.extraPaths', 'dsConfig.path', 'memory.modelConfig', 'diagnoseFile.allowOutsideWorkspace'] as const;
 export type MachineSetting = (typeof MACHINE_SETTINGS)[number];
 
 /**
@@ -169,11 +170,20 @@ export function serverSettings(notice?: IgnoredNotice): ServerSettings {
   const dsRaw = machineSetting<unknown>('dsConfig.path', notice);
   const ds = typeof dsRaw === 'string' ? dsRaw : '';
   const ws = num(c.get<unknown>('world.size'));
+  const mcRaw = machineSetting<unknown>('memory.modelConfig', notice);
+  const mc = typeof mcRaw === 'string' ? mcRaw : '';
+  const seq = num(c.get<unknown>('memory.seqLen'));
+  const gpu = num(c.get<unknown>('memory.gpuMemoryGiB'));
   return {
     rules: { extraPaths: Array.isArray(extra) ? extra.filter((e): e is string => typeof e === 'string' && e !== '').map(expandPath) : [] },
     dsConfig: { path: ds.trim() ? expandPath(ds) : null },
     model: { parameters: num(c.get<unknown>('model.parameters')) },
     world: { size: ws !== null ? Math.trunc(ws) : null },
+    memory: {
+      modelConfig: mc.trim() ? expandPath(mc) : null,
+      seqLen: seq !== null && seq > 0 ? Math.trunc(seq) : null,
+      gpuMemoryGiB: gpu !== null && gpu > 0 ? gpu : null,
+    },
     diagnoseFile: { allowOutsideWorkspace: machineSetting<unknown>('diagnoseFile.allowOutsideWorkspace', notice) === true },
     hang: { stallSeconds: stallSeconds(c.get<unknown>('hang.stallSeconds')) },
   };

@@ -27,6 +27,7 @@
 
 #include "ddx/diagnose.h"
 #include "ddx/dscheck.h"
+#include "ddx/memory.h"
 #include "ddx/rules.h"
 #include "ddx/scan.h"
 
@@ -94,7 +95,11 @@ typedef struct ddx_lsp_catalog {
 typedef struct ddx_lsp_logfacts {
   int64_t dp_world_size; /* 0 unknown */
   double gpu_total;      /* bytes, 0 unknown */
-  char *ds_json;         /* malloc'd printed config, or NULL */
+  /* the micro batch and gradient accumulation the job ran with (DeepSpeed's
+   * config print, the HF Trainer's "Instantaneous batch size per device"),
+   * 0 unknown: the values of "auto" keys */
+  long long micro_batch, grad_accum;
+  char *ds_json; /* malloc'd printed config, or NULL */
 } ddx_lsp_logfacts_t;
 
 /* A finished diagnosis kept for hovers and code actions. */
@@ -239,9 +244,12 @@ struct ddx_lsp_server {
   double stall_s;         /* ddx.hang.stallSeconds: a growing log's hang is shown after this */
   uv_timer_t stall_timer; /* fires when a held hang is due (lsp_diag.c) */
   bool stall_timer_on;
-  double model_params; /* ddx.model.parameters */
-  int64_t world_size;  /* ddx.world.size */
-  char **folders;      /* workspace folders (local paths) */
+  double model_params;  /* ddx.model.parameters */
+  int64_t world_size;   /* ddx.world.size */
+  char *mem_model_path; /* ddx.memory.modelConfig: the model's config.json (machine-scoped) */
+  double mem_seq_len;   /* ddx.memory.seqLen, 0 unknown */
+  double mem_gpu_gib;   /* ddx.memory.gpuMemoryGiB: the GPU's memory when no OOM says it */
+  char **folders;       /* workspace folders (local paths) */
   size_t nfolders;
   /* ds_config checks */
   ddx_dscheck_t *dscheck; /* the schema, loaded on first use */
@@ -250,6 +258,10 @@ struct ddx_lsp_server {
   void *model_job;         /* the search in flight on the pool (lsp_config.c), or NULL */
   double model_ws_params;  /* its parameter count, 0 none */
   char model_ws_from[512]; /* "config.json: num_parameters" */
+  ddx_mem_model_t model_shape;  /* the same config.json's shape (ddx_mem_model_from_hf) ... */
+  bool model_shape_ok;          /* ... when it had one */
+  bool model_waiting;           /* a ds_config check waits for the search to end */
+  char model_shape_from[600];   /* "path (fields found)" */
   ddx_lsp_logfacts_t log_facts; /* from the last diagnosed log (ds_json unused) */
   char log_facts_from[256];     /* its name */
   ddx_lsp_catalog_t *cat;
@@ -331,6 +343,10 @@ void ddx_lsp_actions_doc_event(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d);
 bool ddx_lsp_actions_cancel(ddx_lsp_server_t *s, json_t *id);
 void ddx_lsp_actions_cancel_all(ddx_lsp_server_t *s, const char *why);
 void ddx_lsp_actions_free(ddx_lsp_server_t *s);
+/* ddx.showFix [{"message", "copy"?}]: a quick fix that lives outside the
+ * ds_config (the HF Trainer's flags), or why none applies, shown with
+ * window/showMessage; the result {"copy": ...} is the text to copy. */
+json_t *ddx_lsp_cmd_show_fix(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call);
 
 /* lsp_config.c: the only file that calls the ds_config parser and patch
  * planner (ddx/dsconfig.h) and the config checker (ddx/dscheck.h). */
@@ -378,6 +394,32 @@ void ddx_lsp_logfacts_from_scan(const ddx_scan_t *scan, ddx_lsp_logfacts_t *f);
 /* A finished log diagnosis updates the server's log facts (and rechecks
  * the open configs when they changed). */
 void ddx_lsp_cfg_log_diagnosed(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r);
+/* The Trainer's side of a patch (ddx_dsconfig_plan_hf with the values the
+ * log gave): 0 with *flags (malloc'd) to add to the training command and
+ * *exact false when a value in it is a placeholder, or -1 with why. */
+int ddx_lsp_cfg_plan_hf(const ddx_lsp_cfg_t *c, const char *patch_json, const ddx_lsp_logfacts_t *f,
+                        char **flags, bool *exact, char *why, size_t whycap);
+/* The Trainer flags that must change along with edits planned on c (see
+ * ddx_dsconfig_hf_flags_after); false when none. */
+bool ddx_lsp_cfg_hf_flags_after(const ddx_lsp_cfg_t *c, const ddx_lsp_edit_t *edits, size_t n,
+                                char *buf, size_t cap);
+/* The memory model's inputs the server knows (ddx/memory.h): the model's
+ * shape (ddx.memory.modelConfig, else a config.json in the workspace), the
+ * sequence length (ddx.memory.seqLen), the world size (ddx.world.size,
+ * else the log: DeepSpeed's print, the launcher's layout, the ranks seen),
+ * the GPU's memory (the log's OOM, else ddx.memory.gpuMemoryGiB) and the
+ * micro batch of "auto" keys (the log). log: the diagnosed log the facts
+ * come from, or NULL (the last diagnosed one's facts). src holds the
+ * strings in points to. */
+typedef struct ddx_lsp_mem_src {
+  char world[300], gpu[300];
+} ddx_lsp_mem_src_t;
+void ddx_lsp_mem_inputs(ddx_lsp_server_t *s, const ddx_lsp_result_t *log, ddx_mem_inputs_t *in,
+                        ddx_lsp_mem_src_t *src);
+/* The memory table of a ds_config document (ddx_mem_markdown of its
+ * estimate, with where the facts came from and what is missing), malloc'd,
+ * or NULL when its text is not a JSON object. */
+char *ddx_lsp_cfg_memory_markdown(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d);
 /* True when the JSON text of a file matches a config DeepSpeed printed
  * (every value of the file equal, "auto" matching anything). */
 bool ddx_lsp_cfg_matches_print(const char *text, size_t len, const char *printed);

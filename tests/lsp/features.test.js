@@ -251,9 +251,11 @@ test('refusals: "auto" values, failing preconditions and unparseable files get d
   const hf = { ...STAGE3, train_micro_batch_size_per_gpu: 'auto', gradient_accumulation_steps: 'auto' };
   let r = await setup({ files: { 'ds_config.json': JSON.stringify(hf, null, 2) } });
   let actions = await actionsFor(r.s, r.u, r.diags);
+  // "auto" batch keys are the HF Trainer's: its flags, not an edit (ddx.showFix)
   const micro = actions.find((a) => /micro batch/i.test(a.title));
-  assert.ok(micro.disabled, JSON.stringify(micro));
-  assert.match(micro.disabled.reason, /auto/);
+  assert.ok(!micro.disabled && !micro.edit, JSON.stringify(micro));
+  assert.equal(micro.command.command, 'ddx.showFix');
+  assert.match(micro.title, /--per_device_train_batch_size .* --gradient_accumulation_steps /);
   await r.s.close();
   for (const [bad, why] of [
     ['{\n  "zero_optimization": {"stage": 3,},\n}\n', /trailing comma/],

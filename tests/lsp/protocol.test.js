@@ -14,7 +14,7 @@ test('initialize advertises the features and shutdown + exit ends with 0', async
   assert.equal(r.capabilities.textDocumentSync.change, 2);
   assert.equal(r.capabilities.hoverProvider, true);
   assert.deepEqual(r.capabilities.codeActionProvider.codeActionKinds, ['quickfix']);
-  assert.deepEqual(r.capabilities.executeCommandProvider.commands, ['ddx.diagnoseText', 'ddx.diagnoseFile', 'ddx.explain', 'ddx.catalog']);
+  assert.deepEqual(r.capabilities.executeCommandProvider.commands, ['ddx.diagnoseText', 'ddx.diagnoseFile', 'ddx.explain', 'ddx.catalog', 'ddx.showFix']);
   const { code } = await s.close();
   assert.equal(code, 0);
 });
