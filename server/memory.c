@@ -943,7 +943,7 @@ void ddx_mem_verdict_text(const ddx_mem_estimate_t *e, char *buf, size_t cap) {
   case DDX_MEM_FITS:
     snprintf(buf, cap, "fits, %.1f GiB headroom on %.4g GiB", (e->gpu_bytes - e->peak_hi) / GIB, g);
     break;
-  case DDX_MEM_TIGHT:
+  case DDX_MEM_TIGHT: {
     char gs[32];
     snprintf(gs, sizeof gs, "%.4g", g);
     /* "an 80 GiB", "an 11 GiB", "a 40 GiB" */
@@ -951,6 +951,7 @@ void ddx_mem_verdict_text(const ddx_mem_estimate_t *e, char *buf, size_t cap) {
               (!strncmp(gs, "18", 2) && (gs[2] == 0 || gs[2] == '.'));
     snprintf(buf, cap, "tight: %s GiB on a%s %s GiB GPU", r, an ? "n" : "", gs);
     break;
+  }
   case DDX_MEM_UNKNOWN:
     if (!e->valid)
       snprintf(buf, cap, "no estimate: %s unknown", e->missing[0] ? e->missing : "the model");
