@@ -332,3 +332,13 @@ int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err) 
   ddx_file_opts_t o = {.allow_pipe = !strcmp(path, "-"), .max_bytes = DDX_FILE_CAP_DOCUMENT};
   return ddx_file_read(path, &o, text, len, err);
 }
+
+bool ddx_exe_dir(char *buf, size_t cap) {
+  if (cap < 2) return false;
+  ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (slash) *slash = 0;
+  return true;
+}

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ddx/file.h"
 #include "ddx/report.h"
 
 /* ------------------------------------------------------------ the axes */
@@ -1048,43 +1049,32 @@ int ddx_hub_write_html(const ddx_catalog_t *cat, const char *dir, ddx_error_t *e
 
 /* ----------------------------------------------------------- the shipped site */
 
-static bool has_index(const char *dir) {
+/* dir's real path into buf when it holds the site's index.html. */
+static bool hub_at(char *buf, size_t cap, const char *dir) {
   char p[PATH_MAX + 16];
   struct stat st;
-  snprintf(p, sizeof p, "%s/index.html", dir);
-  return !stat(p, &st) && S_ISREG(st.st_mode);
+  char *real = realpath(dir, NULL);
+  bool ok = false;
+  if (real && strlen(real) < cap) {
+    snprintf(p, sizeof p, "%s/index.html", real);
+    ok = !stat(p, &st) && S_ISREG(st.st_mode);
+    if (ok) strcpy(buf, real);
+  }
+  free(real);
+  return ok;
 }
 
 const char *ddx_hub_find(char *buf, size_t cap, const char *rules_dir) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    static const char *const sub[] = {"/catalog", "/../share/ddx/catalog"};
+  char exe[PATH_MAX], p[PATH_MAX + 32];
+  static const char *const sub[] = {"/catalog", "/../share/ddx/catalog"};
+  if (ddx_exe_dir(exe, sizeof exe))
     for (size_t i = 0; i < 2; i++) {
-      char p[PATH_MAX + 32];
       snprintf(p, sizeof p, "%s%s", exe, sub[i]);
-      char *real = realpath(p, NULL);
-      if (real && has_index(real) && strlen(real) < cap) {
-        strcpy(buf, real);
-        free(real);
-        return buf;
-      }
-      free(real);
+      if (hub_at(buf, cap, p)) return buf;
     }
-  }
   if (rules_dir) {
-    char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/../catalog", rules_dir);
-    char *real = realpath(p, NULL);
-    if (real && has_index(real) && strlen(real) < cap) {
-      strcpy(buf, real);
-      free(real);
-      return buf;
-    }
-    free(real);
+    if (hub_at(buf, cap, p)) return buf;
   }
   return NULL;
 }

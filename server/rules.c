@@ -1161,11 +1161,7 @@ const char *ddx_catalog_default_dir(char *buf, size_t cap, const char *source_di
   const char *env = getenv("DDX_RULES");
   if (env && *env) return env;
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
+  if (ddx_exe_dir(exe, sizeof exe)) {
     static const char *const sub[] = {"/../rules", "/../share/ddx/rules", "/rules"};
     for (size_t i = 0; i < 3; i++) {
       snprintf(buf, cap, "%s%s", exe, sub[i]);

@@ -77,4 +77,9 @@ int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, size_t *
  * DDX_FILE_CAP_DOCUMENT bytes, for callers with no purpose of their own. */
 int ddx_read_file(const char *path, char **text, size_t *len, ddx_error_t *err);
 
+/* The folder of the running binary (from /proc/self/exe) into buf; false
+ * when it cannot be read. The catalog and the encyclopedia's site are
+ * found next to it. */
+bool ddx_exe_dir(char *buf, size_t cap);
+
 #endif
