@@ -122,19 +122,22 @@ fuzz: deps
 	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-600}
 
 # VS Code extension: real extension host of code-server + headless Chromium
-# (installs chromium, code-server and the npm packages it needs).
+# (installs chromium, code-server and the npm packages it needs). Its UI run's
+# screenshots go to $(BUILD)/screenshots: make test leaves the work tree as it
+# was; make screenshots refreshes docs/screenshots.
 test-vscode: build
-	bash tests/vscode/run.sh $(BUILD)/ddx
+	DDX_SCREENSHOTS=$(abspath $(BUILD))/screenshots bash tests/vscode/run.sh $(BUILD)/ddx
 
 # The failure encyclopedia (ddx catalog --html) in headless Chromium over file://:
 # every class, link and fragment, the search with and without scripts, a team catalog.
 # make test writes its screenshots into build/screenshots; make screenshots
-# refreshes docs/screenshots/site-hub.png and site-entry.png.
+# refreshes docs/screenshots (the site's and the VS Code UI run's).
 test-catalog: build
 	bash tests/catalog/run.sh $(BUILD)/ddx
 
 screenshots: build
 	SHOTS=docs/screenshots bash tests/catalog/run.sh $(BUILD)/ddx
+	DDX_SCREENSHOTS=$(abspath docs/screenshots) bash tests/vscode/run.sh $(BUILD)/ddx
 
 # The platform packages ddx-linux-x64.vsix and ddx-linux-arm64.vsix (vsce
 # package --target, each with only its own server: bundle-server.js --target,

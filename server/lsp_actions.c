@@ -96,7 +96,7 @@ static bool lsp_buf_is_ds(const char *data, size_t len) {
   return ds;
 }
 
-/* memmem and strcasestr are GNU extensions; the build is plain POSIX. */
+/* A case-insensitive substring test (strcasestr is a GNU extension). */
 static bool lsp_icontains(const char *h, const char *n) {
   size_t k = strlen(n);
   for (; *h; h++)
