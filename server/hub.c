@@ -1064,6 +1064,14 @@ static bool hub_at(char *buf, size_t cap, const char *dir) {
   return ok;
 }
 
+bool ddx_hub_has_page(const char *hub_dir, const char *id) {
+  char p[PATH_MAX + 300];
+  struct stat st;
+  if (!hub_dir) return false;
+  snprintf(p, sizeof p, "%s/%s.html", hub_dir, id);
+  return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
 const char *ddx_hub_find(char *buf, size_t cap, const char *rules_dir) {
   char exe[PATH_MAX], p[PATH_MAX + 32];
   static const char *const sub[] = {"/catalog", "/../share/ddx/catalog"};

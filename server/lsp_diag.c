@@ -105,16 +105,21 @@ int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap) {
   return 0;
 }
 
+/* The file: URI of the rule's file (its real path). */
+static char *lsp_rule_file_uri(const ddx_rule_t *r) {
+  char *real = realpath(r->file, NULL);
+  char *u = ddx_lsp_path_to_uri(real ? real : r->file);
+  free(real);
+  return u;
+}
+
 char *ddx_lsp_rule_href(const ddx_lsp_catalog_t *c, const ddx_rule_t *r) {
   size_t n = c->root ? strlen(c->root) : 0;
   /* A built-in class links its page of the site shipped with the binary;
    * without one it has no link (never a placeholder). */
   if (n && !strncmp(r->file, c->root, n) && r->file[n] == '/') return ddx_hub_uri(c->hub, r->id);
   /* A user rule has no public page: its file is its documentation. */
-  char *real = realpath(r->file, NULL);
-  char *u = ddx_lsp_path_to_uri(real ? real : r->file);
-  free(real);
-  return u;
+  return lsp_rule_file_uri(r);
 }
 
 /* ----------------------------------------------------------------- results */
@@ -816,9 +821,7 @@ static json_t *lsp_cmd_explain(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call
   /* href: the class's page (the shipped site; a team rule: its file);
    * rule_file: the rule file itself */
   char *href = ddx_lsp_rule_href(s->cat, r);
-  char *real = realpath(r->file, NULL);
-  char *file = ddx_lsp_path_to_uri(real ? real : r->file);
-  free(real);
+  char *file = lsp_rule_file_uri(r);
   if (href || file) json_object_set_new(v, "href", json_string(href ? href : file));
   if (file) json_object_set_new(v, "rule_file", json_string(file));
   free(href);

@@ -297,9 +297,10 @@ static int cmd_diagnose(cli_t *c, int argc, char **argv, bool merge) {
   ddx_report_opts_t o = {.seconds = now_s() - t0};
   o.color = color >= 0 ? color : (isatty(1) && !getenv("NO_COLOR"));
   char hub[PATH_MAX];
-  o.hub =
-      ddx_hub_find(hub, sizeof hub,
-                   ddx_catalog_default_dir(c->default_dir, sizeof c->default_dir, SOURCE_RULES));
+  if (!evidence && !strcmp(format, "sarif")) /* only SARIF links the site's pages */
+    o.hub =
+        ddx_hub_find(hub, sizeof hub,
+                     ddx_catalog_default_dir(c->default_dir, sizeof c->default_dir, SOURCE_RULES));
   if (evidence)
     rc = emit(ddx_report_evidence(&d, &o));
   else if (!strcmp(format, "json"))

@@ -4,11 +4,10 @@
 
 #include <ctype.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "ddx/dscheck.h"
 #include "ddx/hub.h"
 
 #define DDX_VERSION "0.1.0"
@@ -279,15 +278,6 @@ char *ddx_report_json(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   return s;
 }
 
-/* The site holds a page for the class (the built-in ones; a team's rule
- * folder has none unless its own site was written there). */
-static bool hub_has_page(const char *hub, const char *id) {
-  char p[PATH_MAX + 300];
-  struct stat st;
-  snprintf(p, sizeof p, "%s/%s.html", hub, id);
-  return !stat(p, &st) && S_ISREG(st.st_mode);
-}
-
 char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
   const ddx_catalog_t *cat = d->scan->cat;
   json_t *root = json_object();
@@ -317,7 +307,7 @@ char *ddx_report_sarif(const ddx_diagnosis_t *d, const ddx_report_opts_t *o) {
     char *ht = ddx_sb_take(&help);
     json_object_set_new(ro, "help", json_pack("{s:s}", "text", ht ? ht : ""));
     free(ht);
-    if (o && o->hub && hub_has_page(o->hub, r->id)) {
+    if (o && ddx_hub_has_page(o->hub, r->id)) {
       char *u = ddx_hub_uri(o->hub, r->id);
       if (u) json_object_set_new(ro, "helpUri", json_string(u));
       free(u);
@@ -909,23 +899,16 @@ bool ddx_report_oom(const ddx_incident_t *inc, ddx_oom_t *out) {
   return out->tried >= 0;
 }
 
-static void oom_bytes(double bytes, char *buf, size_t cap) {
-  if (bytes >= 1024.0 * 1024 * 1024)
-    snprintf(buf, cap, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  else
-    snprintf(buf, cap, "%.2f MiB", bytes / (1024.0 * 1024));
-}
-
 size_t ddx_report_oom_note(const ddx_incident_t *inc, char *buf, size_t cap) {
   ddx_oom_t o;
   if (cap) buf[0] = 0;
   if (!cap || !ddx_report_oom(inc, &o)) return 0;
   char tried[32], fr[32], total[32], sh[32], un[32];
-  oom_bytes(o.tried, tried, sizeof tried);
-  oom_bytes(o.free, fr, sizeof fr);
-  oom_bytes(o.total, total, sizeof total);
-  oom_bytes(o.short_by, sh, sizeof sh);
-  oom_bytes(o.unallocated, un, sizeof un);
+  ddx_dscheck_format_bytes(o.tried, tried, sizeof tried);
+  ddx_dscheck_format_bytes(o.free, fr, sizeof fr);
+  ddx_dscheck_format_bytes(o.total, total, sizeof total);
+  ddx_dscheck_format_bytes(o.short_by, sh, sizeof sh);
+  ddx_dscheck_format_bytes(o.unallocated, un, sizeof un);
   char where[160] = "";
   size_t w = 0;
   if (inc->rank >= 0) w += (size_t)snprintf(where, sizeof where, " on rank %d", inc->rank);

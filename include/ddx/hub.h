@@ -9,6 +9,7 @@
 #ifndef DDX_HUB_H
 #define DDX_HUB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ddx/rules.h"
@@ -27,6 +28,10 @@ int ddx_hub_write_html(const ddx_catalog_t *cat, const char *dir, ddx_error_t *e
  * rules_dir/../catalog; the first that holds index.html, written to buf.
  * NULL when none is found. */
 const char *ddx_hub_find(char *buf, size_t cap, const char *rules_dir);
+/* Whether the site at hub_dir (may be NULL) holds the page of class id:
+ * the built-in classes; a team's folder has none unless its own site was
+ * written there. */
+bool ddx_hub_has_page(const char *hub_dir, const char *id);
 /* file:// URI of the page of class id in the site at hub_dir (id NULL:
  * the hub page); malloc'd, NULL when hub_dir is NULL. */
 char *ddx_hub_uri(const char *hub_dir, const char *id);
