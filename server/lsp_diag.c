@@ -160,6 +160,7 @@ static int lsp_scan_file(ddx_lsp_job_t *j, ddx_scan_t *scan, size_t threads) {
     bool in = false;
     for (char **f = j->folders; real && *f && !in; f++)
       in = ddx_path_within(real, *f);
+    j->outside = !in;
     if (!in)
       rc = ddx_error_set(&j->err, DDX_EINVAL,
                          "ddx.diagnoseFile: %s is outside the workspace folders (allow it with "
@@ -634,6 +635,13 @@ static void lsp_after_work(uv_work_t *req, int status) {
   }
   if (cancelled) {
     ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_CANCELLED, "request cancelled");
+  } else if (j->rc && j->outside) {
+    /* error.data says why, so a client decides on it and not on the message's words */
+    const char *msg = j->err.msg;
+    ddx_lsp_send(s,
+                 json_pack("{s:s, s:O, s:{s:i, s:o, s:{s:s}}}", "jsonrpc", "2.0", "id", j->req_id,
+                           "error", "code", DDX_LSP_REQUEST_FAILED, "message",
+                           ddx_lsp_jstr(msg, strlen(msg)), "data", "reason", "outsideWorkspace"));
   } else if (j->rc || !j->result) {
     ddx_lsp_reply_error(s, j->req_id, DDX_LSP_REQUEST_FAILED,
                         j->err.msg[0] ? j->err.msg : "scan failed");

@@ -165,6 +165,7 @@ struct ddx_lsp_job {
   ddx_lsp_result_t *result; /* out */
   int rc;                   /* out: 0, or a negative engine code */
   ddx_error_t err;          /* out */
+  bool outside;             /* out (FILE): refused, outside the workspace folders */
   uint64_t start_ns;
 };
 

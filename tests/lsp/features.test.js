@@ -424,7 +424,7 @@ test('ddx.diagnoseFile refuses paths outside the workspace unless the setting al
   const s = new Session();
   await s.initialize({ folders: [ws] });
   for (const target of [path.join(outside, 'x.log'), path.join(ws, 'link.log'), path.join(ws, '..', path.basename(outside), 'x.log')]) {
-    await assert.rejects(s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: [uri(target)] }), (e) => /outside the workspace/.test(e.message), target);
+    await assert.rejects(s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: [uri(target)] }), (e) => /outside the workspace/.test(e.message) && e.data?.reason === 'outsideWorkspace', target);
   }
   await assert.rejects(s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: [uri(path.join(ws, 'missing.log'))] }), /No such file/);
   await assert.rejects(s.request('workspace/executeCommand', { command: 'ddx.diagnoseFile', arguments: ['https://example.com/x.log'] }), (e) => e.code === -32602);
