@@ -3,14 +3,12 @@
 // quick pick. Entries come from the server (ddx.explain).
 import { execFile } from 'child_process';
 import * as vscode from 'vscode';
-import { CatalogEntry, CatalogItem, isCatalogEntry } from './report';
+import type { DdxContext } from './context';
+import { CatalogRequest, ExplainRequest } from './protocol';
+import { CatalogEntry, CatalogItem } from './report';
 import { DdxServer } from './server';
 import { commonAction, createDdxPanel, isWebMessage, nonce, pageHtml } from './panel';
 import { catalogEntryHtml, catalogMatrixHtml, catalogShellHtml, esc } from './view';
-
-function isItemArray(v: unknown): v is unknown[] {
-  return Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null && typeof (x as { id?: unknown }).id === 'string');
-}
 
 /** An item of `ddx.catalog` as the views use it: strings or null, whatever a rule pack wrote. */
 export function catalogItem(raw: unknown): CatalogItem {
@@ -96,9 +94,8 @@ export class Catalog implements vscode.Disposable {
     if (this.items) return this.items;
     await this.server.start();
     if (this.server.hasCommand('ddx.catalog')) {
-      const v = await this.server.execute<unknown>('ddx.catalog', []);
-      const arr = typeof v === 'object' && v !== null && 'failures' in v ? (v as { failures: unknown }).failures : v;
-      if (isItemArray(arr)) return (this.items = arr.map(catalogItem));
+      const v = await this.server.request(CatalogRequest, { command: 'ddx.catalog', arguments: [] });
+      return (this.items = v.failures.map(catalogItem));
     }
     const bin = this.server.binary;
     if (!bin) throw new Error('the ddx language server is not running');
@@ -113,9 +110,7 @@ export class Catalog implements vscode.Disposable {
   }
 
   async explain(id: string): Promise<CatalogEntry> {
-    const v = await this.server.execute<unknown>('ddx.explain', [{ id }]);
-    if (!isCatalogEntry(v)) throw new Error(`ddx.explain returned no entry for ${id}`);
-    return v;
+    return this.server.request(ExplainRequest, { command: 'ddx.explain', arguments: [{ id }] });
   }
 
   /** The quick pick over all ids; resolves the id picked. */
@@ -213,4 +208,15 @@ export class Catalog implements vscode.Disposable {
     this.renderedEmitter.dispose();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** Open Catalog and Explain Failure… (an id from a diagnostic's link, else the quick pick). */
+export function registerCatalog(ctx: DdxContext): void {
+  const { catalog } = ctx;
+  ctx.command('ddx.openCatalog', async (id?: unknown) => catalog.open(typeof id === 'string' ? id : undefined));
+  ctx.command('ddx.explainFailure', async (id?: unknown) => {
+    const pick = typeof id === 'string' ? id : await catalog.pick();
+    if (pick) await catalog.open(pick);
+    return pick;
+  });
 }

@@ -1,10 +1,12 @@
 // ds_config.json quick fixes: the code actions the language server computes for a log diagnostic,
-// fetched through VS Code's own code-action machinery and applied as WorkspaceEdits (so Undo works).
+// asked of the ddx server itself (textDocument/codeAction: every action is ddx's, no title to
+// match) and applied as WorkspaceEdits (so Undo works).
 import * as fs from 'fs';
 import * as vscode from 'vscode';
+import { CodeActionRequest } from 'vscode-languageclient/node';
 import { Incident, Report } from './report';
 import { LogStore } from './logstore';
-import { documentSelector } from './server';
+import { DdxServer, documentSelector } from './server';
 
 /** Where a report's lines live. */
 export type Source =
@@ -22,10 +24,6 @@ export interface Diagnosis {
 
 /** The most a file may weigh for the quick fixes to open it (VS Code syncs up to 50 MB). */
 const OPEN_MAX_BYTES = 32 * 1024 * 1024;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 export function codeOf(d: vscode.Diagnostic): string | undefined {
   const c = d.code;
@@ -60,7 +58,10 @@ export async function waitForDdxDiagnostics(uri: vscode.Uri, timeoutMs: number, 
 export class Fixes {
   private readonly excerpts = new WeakMap<Diagnosis, vscode.Uri>();
 
-  constructor(private readonly logs: LogStore) {}
+  constructor(
+    private readonly logs: LogStore,
+    private readonly server: DdxServer,
+  ) {}
 
   /** The open log document (and 0-based line) where the server knows this incident. */
   private async location(d: Diagnosis, inc: Incident): Promise<{ uri: vscode.Uri; line: number } | undefined> {
@@ -99,19 +100,26 @@ export class Fixes {
     const loc = await this.location(d, inc);
     if (!loc) return [];
     const doc = await vscode.workspace.openTextDocument(loc.uri);
-    await waitForDdxDiagnostics(loc.uri, 10000, inc.rule);
+    // The server has the document once it published its diagnostics: the request comes after.
+    const diags = await waitForDdxDiagnostics(loc.uri, 10000, inc.rule);
     const line = Math.min(loc.line, Math.max(0, doc.lineCount - 1));
     const range = doc.lineAt(line).range;
-    let actions: (vscode.CodeAction | vscode.Command)[] = [];
-    for (let attempt = 0; attempt < 3; attempt++) {
-      actions = (await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
-        'vscode.executeCodeActionProvider', loc.uri, range, vscode.CodeActionKind.QuickFix.value)) ?? [];
-      if (actions.some((a) => a.title.startsWith('ddx:'))) break;
-      await sleep(300);
-    }
+    if (!(await this.server.start()) || !this.server.client) return [];
+    const client = this.server.client;
+    const c2p = client.code2ProtocolConverter;
+    const result = await client.sendRequest(CodeActionRequest.type, {
+      textDocument: c2p.asTextDocumentIdentifier(doc),
+      range: c2p.asRange(range),
+      context: {
+        diagnostics: await c2p.asDiagnostics(diags.filter((d) => d.range.intersection(range) !== undefined)),
+        only: [vscode.CodeActionKind.QuickFix.value],
+        triggerKind: vscode.CodeActionTriggerKind.Invoke,
+      },
+    });
+    const actions = (await client.protocol2CodeConverter.asCodeActionResult(result ?? [])) ?? [];
     return actions.filter((a): a is vscode.CodeAction => {
-      if (!('kind' in a || 'edit' in a || 'disabled' in a) || !a.title.startsWith('ddx:')) return false;
-      const diags = (a as vscode.CodeAction).diagnostics;
+      if (!(a instanceof vscode.CodeAction)) return false;
+      const diags = a.diagnostics;
       return !diags || diags.length === 0 || diags.some((x) => codeOf(x) === inc.rule);
     });
   }

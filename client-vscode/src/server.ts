@@ -6,11 +6,11 @@ import { linkDiagnostics, linkHover } from './links';
 import {
   CancellationToken,
   DidChangeConfigurationNotification,
-  ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
   RevealOutputChannelOn,
   ServerOptions,
+  RequestType,
   State,
   TransportKind,
   WorkDoneProgress,
@@ -18,6 +18,7 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
+import { CommandParams, DdxCommand } from './protocol';
 import { expandPath, IgnoredNotice, serverPathSetting, serverSettings } from './settings';
 
 export type BinarySource = 'setting' | 'bundled' | 'PATH';
@@ -110,6 +111,11 @@ export class DdxServer implements vscode.Disposable {
   lastError: string | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<void>();
   readonly onDidChangeState = this.stateEmitter.event;
+  private readonly startedEmitter = new vscode.EventEmitter<ServerBinary>();
+  /** Fires each time a server has started and answered initialize (a start, each restart). */
+  readonly onDidStart = this.startedEmitter.event;
+  /** Starts, restarts and stops run one after the other, never overlapping. */
+  private queue: Promise<unknown> = Promise.resolve();
   private starting: Promise<boolean> | undefined;
   private commands: string[] = [];
 
@@ -123,11 +129,18 @@ export class DdxServer implements vscode.Disposable {
     return this.client !== undefined && this.client.state === State.Running;
   }
 
+  /** Runs one lifecycle step after those queued before it (a restart never overlaps a start). */
+  private serial<T>(step: () => Promise<T>): Promise<T> {
+    const p = this.queue.then(step, step);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
+
   /** Starts the server once; later callers wait for the same start. Resolves false when none runs. */
   start(): Promise<boolean> {
     if (this.running) return Promise.resolve(true);
     if (!this.starting) {
-      this.starting = this.doStart().finally(() => {
+      this.starting = this.serial(() => (this.running ? Promise.resolve(true) : this.doStart())).finally(() => {
         this.starting = undefined;
       });
     }
@@ -165,7 +178,7 @@ export class DdxServer implements vscode.Disposable {
         provideHover: async (document, position, token, next) => linkHover(await next(document, position, token)),
         workspace: {
           didChangeConfiguration: () =>
-            client.sendNotification(DidChangeConfigurationNotification.type, { settings: { ddx: serverSettings(this.notice) } }),
+            this.sendSettings(client),
         },
       },
       initializationFailedHandler: (error) => {
@@ -189,7 +202,17 @@ export class DdxServer implements vscode.Disposable {
     this.commands = Array.isArray(caps) ? caps : [];
     this.lastError = undefined;
     this.stateEmitter.fire();
+    this.startedEmitter.fire(bin);
     return true;
+  }
+
+  /**
+   * Sends the settings as read now (machine settings: the user's value only; paths expanded, as
+   * at start). Resolves once written: a request sent after it is read after it by the server.
+   */
+  async sendSettings(client: LanguageClient | undefined = this.client): Promise<void> {
+    if (!client) return;
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { ddx: serverSettings(this.notice) } });
   }
 
   private fail(reason: string): void {
@@ -204,23 +227,34 @@ export class DdxServer implements vscode.Disposable {
       });
   }
 
-  async restart(): Promise<boolean> {
-    const c = this.client;
-    this.client = undefined;
-    if (c) await c.dispose(2000).catch(() => undefined);
-    return this.start();
+  /**
+   * Stops the running server and starts a new one with the settings read then. Restarts queue:
+   * two settings changes in a row give two restarts in order, the last one's settings win.
+   */
+  restart(): Promise<boolean> {
+    return this.serial(async () => {
+      const c = this.client;
+      this.client = undefined;
+      this.stateEmitter.fire();
+      if (c) await c.dispose(2000).catch(() => undefined);
+      return this.doStart();
+    });
   }
 
-  hasCommand(name: string): boolean {
+  hasCommand(name: DdxCommand): boolean {
     return this.commands.includes(name);
   }
 
-  /** workspace/executeCommand with optional work-done progress and cancellation. */
-  async execute<T>(command: string, args: unknown[], token?: CancellationToken, progress?: ProgressSink): Promise<T> {
+  /** A typed request (protocol.ts) with optional work-done progress and cancellation. */
+  async request<P extends CommandParams<string, unknown[]>, R, E>(
+    type: RequestType<P, R, E>,
+    params: P,
+    token?: CancellationToken,
+    progress?: ProgressSink,
+  ): Promise<R> {
     if (!(await this.start()) || !this.client) throw new Error(`the ddx language server is not running${this.lastError ? `: ${this.lastError}` : ''}`);
     const client = this.client;
     let sub: vscode.Disposable | undefined;
-    const params: { command: string; arguments: unknown[]; workDoneToken?: string } = { command, arguments: args };
     if (progress) {
       const wt = `ddx-vscode-${Date.now()}-${Math.random().toString(36).slice(2)}`;
       params.workDoneToken = wt;
@@ -230,7 +264,9 @@ export class DdxServer implements vscode.Disposable {
       });
     }
     try {
-      return (await client.sendRequest(ExecuteCommandRequest.type, params, token)) as T;
+      // the method of the typed request, with its declared result (a generic P defeats the
+      // overloads); always a token: an undefined last argument would be sent as a second param
+      return await client.sendRequest<R>(type.method, params, token ?? CancellationToken.None);
     } finally {
       sub?.dispose();
     }
@@ -240,5 +276,6 @@ export class DdxServer implements vscode.Disposable {
     void this.client?.dispose(2000).catch(() => undefined);
     this.client = undefined;
     this.stateEmitter.dispose();
+    this.startedEmitter.dispose();
   }
 }

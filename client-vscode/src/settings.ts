@@ -23,6 +23,12 @@ export const MACHINE_SETTINGS = ['server.path', 'rules.extraPaths', 'dsConfig.pa
 export type MachineSetting = (typeof MACHINE_SETTINGS)[number];
 
 /**
+ * The same settings, named in package.json's capabilities.untrustedWorkspaces.restrictedConfigurations:
+ * in Restricted Mode VS Code gives the extension no workspace value of them either.
+ */
+export const RESTRICTED_SETTINGS: readonly MachineSetting[] = MACHINE_SETTINGS;
+
+/**
  * The most output kept per terminal command (ddx.terminal.maxOutputBytes, its "maximum" in
  * package.json): the kept text goes to the server as one ddx.diagnoseText request, and 64 MiB
  * stays within the server's 128 MiB message limit (DDX_LSP_DEFAULT_MAX_FRAME) even when JSON

@@ -1,8 +1,11 @@
 // Failed terminal commands: with shell integration each command's output is read while it runs
-// (bounded), and when it exits non-zero the output is diagnosed.
+// (bounded), and when it exits non-zero the output is diagnosed and a notification tells.
 import * as vscode from 'vscode';
+import { DdxContext } from './context';
+import { applyPreferredFix } from './diagnose';
+import { Diagnosis } from './fixes';
 import { BoundedText, stripTerminalEscapes } from './logstore';
-import { Report } from './report';
+import { incidentHeadline, Report } from './report';
 import { autoDiagnoseTerminal, terminalMaxBytes } from './settings';
 
 export interface FailedCommand {
@@ -33,6 +36,8 @@ async function copyLastCommandOutput(): Promise<string> {
 
 export class TerminalWatcher implements vscode.Disposable {
   private readonly readings = new Map<vscode.TerminalShellExecution, Reading>();
+  /** Each terminal's running or last command output (what a terminal link's diagnosis reads). */
+  private readonly latest = new Map<vscode.Terminal, BoundedText>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -44,6 +49,7 @@ export class TerminalWatcher implements vscode.Disposable {
     this.disposables.push(
       vscode.window.onDidStartTerminalShellExecution((e) => this.start(e)),
       vscode.window.onDidEndTerminalShellExecution((e) => void this.end(e)),
+      vscode.window.onDidCloseTerminal((t) => this.latest.delete(t)),
     );
   }
 
@@ -61,13 +67,22 @@ export class TerminalWatcher implements vscode.Disposable {
       }
     })();
     this.readings.set(e.execution, { buf, done });
+    this.latest.set(e.terminal, buf);
+  }
+
+  /** The output of the terminal's running or last command, as read (escapes removed), if any. */
+  recentOutput(t: vscode.Terminal): string | undefined {
+    const b = this.latest.get(t);
+    return b ? stripTerminalEscapes(b.text()) : undefined;
   }
 
   private async end(e: vscode.TerminalShellExecutionEndEvent): Promise<void> {
     const r = this.readings.get(e.execution);
     this.readings.delete(e.execution);
     if (!r) return;
-    // The stream ends with the execution; wait a little for its last chunks.
+    // The data stream is not sure to have ended when the end event comes (code-server 1.100's
+    // stream can stay open): its last chunks are waited for, up to a bound. Not an ordering
+    // that could be waited on: without the bound a stream left open would lose the diagnosis.
     await Promise.race([r.done, new Promise((res) => setTimeout(res, 1500))]);
     const code = e.exitCode;
     this.log.debug(`terminal: \`${e.execution.commandLine.value}\` ended with exit code ${code ?? 'unknown'}, ${r.buf.length} characters read`);
@@ -84,5 +99,51 @@ export class TerminalWatcher implements vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables) d.dispose();
     this.readings.clear();
+    this.latest.clear();
   }
+}
+
+export interface TerminalDiagnosis {
+  command: FailedCommand;
+  report: Report;
+  /** What the notification said, or undefined when there was none. */
+  message: string | undefined;
+}
+
+/** Failed terminal commands diagnosed, with a notification for a known failure. */
+export function registerTerminal(ctx: DdxContext): { watcher: TerminalWatcher; onDidDiagnoseTerminal: vscode.Event<TerminalDiagnosis> } {
+  const emitter = new vscode.EventEmitter<TerminalDiagnosis>();
+  const onFailed = async (c: FailedCommand): Promise<Report | undefined> => {
+    let report: Report;
+    try {
+      report = await ctx.diagnoseText(c.text);
+    } catch (e) {
+      ctx.output.warn(`could not diagnose the output of "${c.commandLine}": ${e instanceof Error ? e.message : String(e)}`);
+      return undefined;
+    }
+    const primary = report.incidents[0];
+    if (!primary || primary.severity !== 'error') {
+      emitter.fire({ command: c, report, message: undefined });
+      return report;
+    }
+    const uri = ctx.logs.add('terminal', c.commandLine || c.terminal.name, c.text);
+    const cmd = c.commandLine.length > 60 ? `${c.commandLine.slice(0, 57)}…` : c.commandLine;
+    const d: Diagnosis = { report, source: { kind: 'virtual', uri, label: `\`${cmd}\` (exit ${c.exitCode})` }, at: new Date() };
+    ctx.publish(d, false);
+    const message = `${incidentHeadline(primary)} — ${primary.title}`;
+    const buttons = ['Show diagnosis'];
+    if (primary.patches && primary.patches.length) buttons.push('Apply fix');
+    ctx.output.info(`terminal: \`${c.commandLine}\` exited with ${c.exitCode}: ${incidentHeadline(primary)}`);
+    emitter.fire({ command: c, report, message });
+    void vscode.window.showErrorMessage(`ddx: ${message}`, ...buttons).then(
+      ctx.guard(async (pick: string | undefined) => {
+        if (pick === 'Show diagnosis') ctx.panel.show(d);
+        else if (pick === 'Apply fix') await applyPreferredFix(ctx, d);
+      }),
+    );
+    return report;
+  };
+  const watcher = new TerminalWatcher(onFailed, ctx.output);
+  ctx.register(watcher, emitter);
+  return { watcher, onDidDiagnoseTerminal: emitter.event };
 }

@@ -2,7 +2,9 @@
 # End-to-end tests of the VS Code extension in the real VS Code (code-server 4.100.3 = VS Code
 # 1.100.3 web, headless Debian Chromium driven by playwright-core):
 #   0. checks without VS Code: the settings (manifest-check.js), the catalog's HTML (view-check.js),
-#   1. extension tests INSIDE the extension host (extensionTestsPath; tests/vscode/suite),
+#   1. extension tests INSIDE the extension host (extensionTestsPath; tests/vscode/suite/index.ts),
+#      and in Restricted Mode: a second code-server with workspace trust on and an untrusted
+#      hostile folder (tests/vscode/suite/restricted.ts),
 #   2. a UI run that screenshots the diagnosis view and the Problems panel (tests/vscode/ui.js).
 # Installs what it needs: Debian packages (as root), npm ci for the extension and for code-server
 # (cached in $DDX_VSCODE_CACHE, default /tmp/ddx-vscode-cache, reused while the lockfiles match).
@@ -135,7 +137,9 @@ setsid "$CS" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --dis
   --disable-workspace-trust --user-data-dir "$T/data" --extensions-dir "$T/ext" "$WS" >"$T/cs.log" 2>&1 &
 CSPID=$!
 disown "$CSPID" 2>/dev/null
-cleanup() { kill -- -"$CSPID" 2>/dev/null; sleep 0.5; kill -9 -- -"$CSPID" 2>/dev/null; [ -n "${DDX_VSCODE_KEEP:-}" ] || rm -rf "$T"; }
+RCSPID=
+stop_cs() { kill -- -"$1" 2>/dev/null; sleep 0.5; kill -9 -- -"$1" 2>/dev/null; }
+cleanup() { stop_cs "$CSPID"; [ -n "$RCSPID" ] && stop_cs "$RCSPID"; [ -n "${DDX_VSCODE_KEEP:-}" ] || rm -rf "$T"; }
 trap cleanup EXIT
 for _ in $(seq 200); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
 curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" || { cat "$T/cs.log"; echo "0 passed, 1 failed (code-server did not start)"; exit 1; }
@@ -160,6 +164,39 @@ else
 fi
 
 if [ -e "$WS/.vscode/PWNED" ]; then echo "  FAIL the workspace's ddx.server.path ran"; failed=$((failed + 1)); fi
+
+# --- 7b. Restricted Mode: a second code-server, workspace trust on (no --disable-workspace-trust),
+# a fresh profile in which the folder was never trusted; the folder is the hostile repository
+lap "Restricted Mode tests (workspace trust on, the folder untrusted)"
+RW="$T/ws-restricted"
+mkdir -p "$RW/logs" "$RW/.vscode" "$T/data-r/User"
+cp -r "$here/hostile/." "$RW/.vscode/"
+cp "$root/examples/zero3-oom-8gpu.log" "$RW/logs/"
+python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.update({"security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never",
+          "security.workspace.trust.banner": "never", "security.workspace.trust.untrustedFiles": "open"})
+json.dump(s, open(sys.argv[2], "w"), indent=1)' "$T/data/User/settings.json" "$T/data-r/User/settings.json"
+RPORT=$((PORT + 1))
+DDX_TEST_OUT="$T/results-r.jsonl" setsid "$CS" --bind-addr "127.0.0.1:$RPORT" --auth none --disable-telemetry --disable-update-check \
+  --user-data-dir "$T/data-r" --extensions-dir "$T/ext" "$RW" >"$T/cs-r.log" 2>&1 &
+RCSPID=$!
+disown "$RCSPID" 2>/dev/null
+for _ in $(seq 200); do curl -fs -o /dev/null "http://127.0.0.1:$RPORT/healthz" && break; sleep 0.1; done
+WS_DIR="$RW" timeout 120 node run-tests.js "$RPORT" "$root" "$here/out/restricted.js" "$T/results-r.jsonl" "$T/shot-restricted.png"
+if [ -f "$T/results-r.jsonl" ]; then
+  node -e '
+    const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    for (const r of lines.filter((r) => r.test)) console.log(`  ${r.ok ? "ok  " : "FAIL"} ${r.test} (${r.ms} ms)${r.ok ? "" : "\n       " + r.error}`);' "$T/results-r.jsonl"
+  p=$(grep -c '"ok":true' "$T/results-r.jsonl"); f=$(grep -c '"ok":false' "$T/results-r.jsonl")
+  passed=$((passed + p)); failed=$((failed + f))
+  grep -q '"tests-pass"\|"tests-fail"' "$T/results-r.jsonl" || { echo "  FAIL the Restricted Mode run did not finish"; failed=$((failed + 1)); }
+else
+  echo "  FAIL no result from the Restricted Mode extension host"; failed=$((failed + 1))
+fi
+if [ -e "$RW/.vscode/PWNED" ]; then echo "  FAIL Restricted Mode: the workspace's ddx.server.path ran"; failed=$((failed + 1)); fi
+stop_cs "$RCSPID"; RCSPID=
 rm -f "$WS/.vscode/settings.json" # the UI run's screenshots show no notice about it
 
 # --- 8. UI run: screenshots of the diagnosis view and the Problems panel

@@ -3,6 +3,7 @@
 // written as a JSON line to $DDX_TEST_OUT, closed by a `tests-pass` / `tests-fail` line.
 import * as assert from 'assert';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
@@ -31,7 +32,15 @@ interface FailedCommand {
   exitCode: number;
 }
 interface DdxApi {
-  server: { start(): Promise<boolean>; restart(): Promise<boolean>; running: boolean; lastError: string | undefined; binary?: { path: string; source: string }; execute<T>(c: string, a: unknown[], t?: vscode.CancellationToken, p?: { report(m: string | undefined, pct: number | undefined): void }): Promise<T> };
+  server: {
+    start(): Promise<boolean>;
+    restart(): Promise<boolean>;
+    running: boolean;
+    lastError: string | undefined;
+    binary?: { path: string; source: string };
+    onDidStart: vscode.Event<{ path: string; source: string }>;
+    onDidChangeState: vscode.Event<void>;
+  };
   panel: { lastHtml: string; visible: boolean; onDidRender: vscode.Event<{ html: string; fixes: number }>; fixesFor(i: number): vscode.CodeAction[] };
   fixes: { apply(a: vscode.CodeAction, reveal?: boolean): Promise<boolean> };
   catalog: {
@@ -47,6 +56,9 @@ interface DdxApi {
   onDidDiagnoseTerminal: vscode.Event<{ command: FailedCommand; report: Report; message: string | undefined }>;
   lastDiagnosis(): { report: Report; source: { kind: string; label: string } } | undefined;
   ignoredSettings(): string[];
+  diagnoseFile(uri: vscode.Uri, token?: vscode.CancellationToken, progress?: { report(m: string | undefined, pct: number | undefined): void }): Promise<Report>;
+  diagnoseTerminalLine(line: string, terminal?: vscode.Terminal): Promise<Report | undefined>;
+  exampleUri: vscode.Uri;
 }
 /** What the CLI says about the same files (tests/vscode/run.sh writes it with `ddx diagnose --format json`). */
 interface Expect {
@@ -67,7 +79,6 @@ const FIXTURE_RULES = path.join(__dirname, '..', 'catalog-rules');
 const LOOK_A = 'uitest.lookalike-a';
 const LOOK_B = 'uitest.lookalike-b';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
 
 function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T | undefined>): Promise<T> {
@@ -105,6 +116,15 @@ function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number, pred: (v: T
 const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
 const ddxDiags = (uri: vscode.Uri): vscode.Diagnostic[] => vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'ddx');
 const wsUri = (rel: string): vscode.Uri => vscode.Uri.file(path.join(WS, rel));
+
+/** The diagnostics of `uri` once `pred` holds: now, or at a diagnostics change of that document. */
+function diagnosticsWhere(uri: vscode.Uri, what: string, ms: number, pred: (d: vscode.Diagnostic[]) => boolean): Promise<vscode.Diagnostic[]> {
+  const now = vscode.languages.getDiagnostics(uri);
+  if (pred(now)) return Promise.resolve(now);
+  return nextEvent(vscode.languages.onDidChangeDiagnostics, what, ms, (e) =>
+    e.uris.some((u) => u.toString() === uri.toString()) && pred(vscode.languages.getDiagnostics(uri)),
+  ).then(() => vscode.languages.getDiagnostics(uri));
+}
 
 async function openLog(rel: string): Promise<vscode.TextEditor> {
   const doc = await vscode.workspace.openTextDocument(wsUri(rel));
@@ -308,7 +328,7 @@ test('Diagnose Log File streams the file through ddx.diagnoseFile with progress'
     // progress arrives, and Cancel stops the scan
     const cts = new vscode.CancellationTokenSource();
     const reports: string[] = [];
-    const p = api.server.execute<Report>('ddx.diagnoseFile', [{ uri: big.toString() }], cts.token, {
+    const p = api.diagnoseFile(big, cts.token, {
       report: (m) => {
         reports.push(m ?? '');
         if (reports.length === 2) cts.cancel();
@@ -324,20 +344,20 @@ test('a failed terminal command that printed a real failure log triggers the not
   const term = vscode.window.createTerminal({ name: 'ddx-test', shellPath: '/bin/bash', cwd: WS });
   term.show();
   const si = await until('shell integration', 20000, () => term.shellIntegration);
-  // exit 0: nothing
-  let fired = false;
-  const sub = api.onDidDiagnoseTerminal(() => {
-    fired = true;
-  });
+  // exit 0: nothing. The watcher handles executions in order, so had the first (exit 0) been
+  // diagnosed, its diagnosis would be among those seen before the failing command's.
+  const seen: FailedCommand[] = [];
+  const sub = api.onDidDiagnoseTerminal((e) => seen.push(e.command));
+  const okEnded = nextEvent(vscode.window.onDidEndTerminalShellExecution, 'the exit-0 command', 20000, (e) => e.terminal === term);
   si.executeCommand(`cat ${TERMINAL_LOG} | head -n 3 >/dev/null; echo ok`);
-  await sleep(2500);
-  sub.dispose();
-  assert.strictEqual(fired, false, 'a command that exits 0 is not diagnosed');
+  assert.strictEqual((await okEnded).exitCode, 0);
   const want = `${exp.rule} ${exp.rank !== null ? `on rank ${exp.rank}` : 'rank unknown'}`;
   // a job that streams its log, then fails (read through execution.read())
   let got = nextEvent(api.onDidDiagnoseTerminal, 'the terminal diagnosis', 20000);
   si.executeCommand(`sleep 0.5; while IFS= read -r l; do printf '%s\\n' "$l"; sleep 0.02; done < ${TERMINAL_LOG}; (exit 1)`);
   let ev = await got;
+  sub.dispose();
+  assert.deepStrictEqual(seen.map((c) => c.exitCode), [1], 'a command that exits 0 is not diagnosed');
   assert.strictEqual(ev.command.exitCode, 1);
   assert.strictEqual(ev.report.incidents[0].rule, exp.rule);
   assert.ok(ev.message && ev.message.startsWith(want), `notification "${ev.message}" starts with "${want}"`);
@@ -358,8 +378,10 @@ test('Diagnose Terminal Selection reads the selection through the clipboard and 
   term.show();
   const si = await until('shell integration', 20000, () => term.shellIntegration);
   await vscode.env.clipboard.writeText('user clipboard');
+  // the output is in the terminal's buffer before the end of the command is (one ordered stream)
+  const ended = nextEvent(vscode.window.onDidEndTerminalShellExecution, 'the sed command', 20000, (e) => e.terminal === term);
   si.executeCommand(`clear; sed -n 28,50p ${EXAMPLE}`);
-  await sleep(1500);
+  await ended;
   await vscode.commands.executeCommand('workbench.action.terminal.focus');
   await vscode.commands.executeCommand('workbench.action.terminal.selectAll');
   const r = await vscode.commands.executeCommand<Report | undefined>('ddx.diagnoseTerminalSelection');
@@ -489,13 +511,128 @@ test('the ds_config JSON schema flags a bad ds_config', async () => {
   const lines = new Set(diags.map((d) => d.range.start.line + 1));
   assert.ok(lines.has(2), `train_micro_batch_size_per_gpu "four" is flagged: ${msgs.join(' | ')}`);
   assert.ok(lines.has(5) || lines.has(7) || lines.has(11), `a bad enum/boolean is flagged: ${msgs.join(' | ')}`);
-  // a good config gets no schema error
+  // a good config gets no schema error: made bad in the editor, the JSON server flags it; undone,
+  // it clears it (each state proven by a diagnostics change, not by waiting)
   const good = await vscode.workspace.openTextDocument(wsUri('ds_config.json'));
-  await vscode.window.showTextDocument(good, { viewColumn: vscode.ViewColumn.One });
-  await sleep(1500);
-  const goodErr = vscode.languages.getDiagnostics(good.uri).filter((x) => x.source !== 'ddx' && x.severity === vscode.DiagnosticSeverity.Error);
+  const ged = await vscode.window.showTextDocument(good, { viewColumn: vscode.ViewColumn.One });
+  // the JSON server's problems (schema mismatches are warnings), not ddx's own lint
+  const schemaErrors = (): vscode.Diagnostic[] => vscode.languages.getDiagnostics(good.uri).filter((x) => x.source !== 'ddx');
+  const m = /"train_micro_batch_size_per_gpu":\s*(\d+)/.exec(good.getText());
+  assert.ok(m, 'the workspace ds_config.json sets train_micro_batch_size_per_gpu');
+  const from = good.positionAt(m.index + m[0].length - m[1].length);
+  const value = new vscode.Range(from, from.translate(0, m[1].length));
+  const flagged = nextEvent(vscode.languages.onDidChangeDiagnostics, 'the schema error on the edited config', 20000,
+    (e) => e.uris.some((u) => u.toString() === good.uri.toString()) && schemaErrors().length > 0);
+  assert.ok(await ged.edit((b) => b.replace(value, '"four"')));
+  await flagged;
+  const cleared = nextEvent(vscode.languages.onDidChangeDiagnostics, 'the schema errors cleared', 20000,
+    (e) => e.uris.some((u) => u.toString() === good.uri.toString()) && schemaErrors().length === 0);
+  await vscode.commands.executeCommand('undo');
+  await cleared;
+  assert.strictEqual(good.isDirty, false, 'undone: the file as on disk');
+  const goodErr = schemaErrors().filter((x) => x.severity === vscode.DiagnosticSeverity.Error);
   assert.strictEqual(goodErr.length, 0, goodErr.map((d) => d.message).join(' | '));
   await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+}, 40000);
+
+test('the walkthrough opens the bundled example log; the Problems panel says "rank 5" for one rank, "rank unknown" for none, never "ranks 5" or "ranks ?"', async () => {
+  const shown = nextEvent(vscode.window.onDidChangeActiveTextEditor, 'the example editor', 10000, (e) => e?.document.uri.toString() === api.exampleUri.toString());
+  await vscode.commands.executeCommand('ddx.openExample');
+  const ed = (await shown) ?? vscode.window.activeTextEditor;
+  assert.ok(ed, 'an editor');
+  assert.match(ed.document.uri.path, /client-vscode\/media\/example\/zero3-oom-8gpu\.log$/);
+  const diags = await diagnosticsWhere(ed.document.uri, 'the example\'s diagnostics', 15000, (d) => d.some((x) => codeOf(x) === 'elastic.collateral-signal'));
+  const err = diags.find((d) => d.severity === vscode.DiagnosticSeverity.Error);
+  assert.ok(err && codeOf(err) === 'ds.oom.zero3-gather', 'the example is diagnosed');
+  const texts = diags.flatMap((d) => [d.message, ...(d.relatedInformation ?? []).map((r) => r.message)]);
+  for (const t of texts) {
+    assert.doesNotMatch(t, /ranks \d+(?![\d,-])/, `one rank is "rank N": ${t}`);
+    assert.doesNotMatch(t, /ranks? \?/, `no rank is "rank unknown": ${t}`);
+  }
+  const child = diags.find((d) => codeOf(d) === 'elastic.child-failed');
+  assert.ok(child && /rank 5\b/.test(child.message), `the collateral on one rank says "rank 5" (${child?.message})`);
+  const signal = diags.find((d) => codeOf(d) === 'elastic.collateral-signal');
+  assert.ok(signal && /rank unknown/.test(signal.message), `the collateral on no known rank says "rank unknown" (${signal?.message})`);
+  const watchdog = diags.find((d) => codeOf(d) === 'nccl.watchdog-timeout');
+  assert.ok(watchdog && /ranks 0-4,6-7/.test(watchdog.message), `several ranks are "ranks 0-4,6-7" (${watchdog?.message})`);
+  await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+});
+
+test('a failure line activated as a terminal link is diagnosed with the terminal\'s output and shown', async () => {
+  const exp = expectations[TERMINAL_LOG];
+  const lines = fs.readFileSync(wsUri(TERMINAL_LOG).fsPath, 'utf8').split('\n');
+  const line = lines[exp.line - 1];
+  assert.match(line, /CUDA out of memory/, 'the log\'s failure line is a known failure line');
+  const term = vscode.window.createTerminal({ name: 'ddx-link', shellPath: '/bin/bash', cwd: WS });
+  term.show();
+  const si = await until('shell integration', 20000, () => term.shellIntegration);
+  // streamed, exit 0: read by the watcher (no notification), the output a link diagnoses
+  const ended = nextEvent(vscode.window.onDidEndTerminalShellExecution, 'the cat command', 20000, (e) => e.terminal === term);
+  si.executeCommand(`sleep 0.5; while IFS= read -r l; do printf '%s\\n' "$l"; sleep 0.02; done < ${TERMINAL_LOG}`);
+  assert.strictEqual((await ended).exitCode, 0);
+  const rendered = nextEvent(api.panel.onDidRender, 'the diagnosis view', 10000);
+  const report = await api.diagnoseTerminalLine(line, term);
+  assert.ok(report && report.incidents.length > 0, 'a report with an incident');
+  // the line alone is a generic OOM; with the terminal's output, the class the CLI finds
+  assert.strictEqual(report.incidents[0].rule, exp.rule);
+  assert.strictEqual(report.incidents[0].rank, exp.rank);
+  await rendered;
+  assert.ok(api.panel.visible, 'the diagnosis view shows it');
+  assert.strictEqual(api.lastDiagnosis()?.source.kind, 'virtual');
+  // without a terminal: the line alone
+  const alone = await api.diagnoseTerminalLine(line);
+  assert.ok(alone && alone.incidents.length > 0 && /oom/.test(alone.incidents[0].rule), `the line alone is an out-of-memory class (${alone?.incidents[0]?.rule})`);
+  term.dispose();
+}, 40000);
+
+test('a task that runs `ddx diagnose` with the $ddx problem matcher puts its findings in the Problems panel beside the server\'s', async () => {
+  const bin = vscode.workspace.getConfiguration('ddx').get<string>('server.path') ?? '';
+  assert.ok(bin && fs.existsSync(bin), `the ddx binary (${bin})`);
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  assert.ok(folder);
+  const exp = expectations[CORPUS];
+  const uri = wsUri(CORPUS);
+  // this test's own state: the log open in an editor, with the language server's diagnostics
+  await openLog(CORPUS);
+  await diagnosticsWhere(uri, "the language server's diagnostics", 15000, (d) => d.some((x) => x.source === 'ddx' && codeOf(x) === exp.rule));
+  const task = new vscode.Task({ type: 'shell' }, folder, `ddx diagnose (e2e ${Date.now()})`, 'ddx',
+    new vscode.ShellExecution(bin, ['diagnose', '--no-color', CORPUS], { cwd: WS }), ['$ddx']);
+  const ended = nextEvent(vscode.tasks.onDidEndTaskProcess, 'the task', 20000, (e) => e.execution.task.name === task.name);
+  const fromTask = diagnosticsWhere(uri, "the matcher's problem", 20000, (d) => d.some((x) => x.source === 'ddx diagnose' && codeOf(x) === exp.rule));
+  await vscode.tasks.executeTask(task);
+  await ended;
+  const all = await fromTask.catch((e: Error) => {
+    const got = vscode.languages.getDiagnostics(uri).map((x) => `${x.source}/${codeOf(x)}@${x.range.start.line + 1}`);
+    throw new Error(`${e.message}; diagnostics there: ${got.join(', ')}`);
+  });
+  const p = all.find((x) => x.source === 'ddx diagnose' && codeOf(x) === exp.rule)!;
+  assert.strictEqual(p.range.start.line + 1, exp.line, 'at the line the CLI names');
+  assert.strictEqual(p.severity, vscode.DiagnosticSeverity.Error);
+  // its own owner: the language client's collection ("ddx") is not replaced, nor does it replace it
+  assert.ok(all.some((x) => x.source === 'ddx' && codeOf(x) === exp.rule), "the language server's diagnostics stay");
+}, 45000);
+
+test('a ~/ rule folder set after start reaches the server expanded (ddx.rules.extraPaths)', async () => {
+  const cfg = vscode.workspace.getConfiguration('ddx');
+  const had = cfg.inspect<string[]>('rules.extraPaths')?.globalValue;
+  const name = `ddx-tilde-rules-${process.pid}`;
+  const dir = path.join(os.homedir(), name);
+  fs.cpSync(FIXTURE_RULES, dir, { recursive: true });
+  const catalogWith = (want: boolean): Promise<CatalogItem[]> =>
+    until(`the ~/ rule folder's classes ${want ? 'in' : 'out of'} the catalog`, 15000, async () => {
+      api.catalog.invalidate();
+      const l = await api.catalog.list();
+      return l.some((i) => i.id === LOOK_A) === want ? l : undefined;
+    });
+  await catalogWith(false);
+  try {
+    await cfg.update('rules.extraPaths', [`~/${name}`], vscode.ConfigurationTarget.Global);
+    await catalogWith(true);
+  } finally {
+    await cfg.update('rules.extraPaths', had, vscode.ConfigurationTarget.Global);
+    await catalogWith(false);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }, 40000);
 
 test('a missing server gives a clear error and the server comes back when the path is fixed', async () => {

@@ -1,0 +1,96 @@
+// Restricted Mode, in the real extension host of code-server with workspace trust ON and a folder
+// never trusted (tests/vscode/run.sh: a fresh user-data-dir, security.workspace.trust.enabled,
+// startupPrompt "never"). The folder is a hostile repository: its .vscode/settings.json points
+// ddx.server.path at .vscode/evil-server.sh, which would leave .vscode/PWNED. The extension
+// ("untrustedWorkspaces": "limited") still runs, with the user's settings only, and the log's
+// diagnostics appear. Results are JSON lines in $DDX_TEST_OUT, closed by tests-pass / tests-fail.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+
+interface DdxApi {
+  server: { start(): Promise<boolean>; running: boolean; lastError: string | undefined; binary?: { path: string; source: string } };
+  ignoredSettings(): string[];
+  diagnoseText(text: string): Promise<{ incidents: { rule: string; rank: number | null }[] }>;
+}
+
+const OUT = process.env.DDX_TEST_OUT ?? '/tmp/ddx-vscode-restricted.jsonl';
+const WS = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '';
+const LOG = 'logs/zero3-oom-8gpu.log';
+const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
+const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
+
+/** The diagnostics of `uri` once `pred` holds: now, or at a diagnostics change of that document. */
+function diagnosticsWhere(uri: vscode.Uri, ms: number, pred: (d: vscode.Diagnostic[]) => boolean): Promise<vscode.Diagnostic[]> {
+  const now = vscode.languages.getDiagnostics(uri);
+  if (pred(now)) return Promise.resolve(now);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out after ${ms} ms waiting for the diagnostics of ${uri.fsPath}`));
+    }, ms);
+    const sub = vscode.languages.onDidChangeDiagnostics((e) => {
+      if (!e.uris.some((u) => u.toString() === uri.toString())) return;
+      const d = vscode.languages.getDiagnostics(uri);
+      if (!pred(d)) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolve(d);
+    });
+  });
+}
+
+let api: DdxApi;
+const tests: { name: string; fn: () => Promise<void>; timeout: number }[] = [];
+const test = (name: string, fn: () => Promise<void>, timeout = 30000): void => {
+  tests.push({ name, fn, timeout });
+};
+
+test('restricted: the folder is untrusted and the extension still activates and runs `ddx lsp`', async () => {
+  assert.strictEqual(vscode.workspace.isTrusted, false, 'the workspace is in Restricted Mode');
+  const ext = vscode.extensions.getExtension<DdxApi>('ddx-dev.ddx');
+  assert.ok(ext, 'extension ddx-dev.ddx is loaded');
+  api = await ext.activate();
+  assert.strictEqual(await api.server.start(), true, `server started (${api.server.lastError ?? ''})`);
+});
+
+test("restricted: the workspace's ddx.server.path never runs; the user's settings choose the server", async () => {
+  const evil = path.join(WS, '.vscode', 'evil-server.sh');
+  assert.ok(fs.existsSync(evil), 'the hostile workspace settings are in place');
+  const user = vscode.workspace.getConfiguration('ddx').inspect<string>('server.path')?.globalValue;
+  assert.ok(user && fs.existsSync(user), `the user's ddx.server.path (${user})`);
+  assert.strictEqual(api.server.binary?.path, user, "the user's ddx.server.path runs");
+  assert.strictEqual(api.server.binary?.source, 'setting');
+  assert.strictEqual(vscode.workspace.getConfiguration('ddx').get('server.path'), user, 'VS Code gives the extension no workspace value of it');
+  assert.ok(!fs.existsSync(path.join(WS, '.vscode', 'PWNED')), "the workspace's ddx.server.path never ran");
+  assert.ok(api.ignoredSettings().includes('ddx.server.path'), 'the ignored workspace value is named in a notice');
+});
+
+test("restricted: the log's diagnostics appear (the initiating failure, rank 5)", async () => {
+  const uri = vscode.Uri.file(path.join(WS, LOG));
+  await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: false });
+  const diags = await diagnosticsWhere(uri, 15000, (d) => d.some((x) => x.source === 'ddx' && x.severity === vscode.DiagnosticSeverity.Error));
+  const err = diags.find((x) => x.source === 'ddx' && x.severity === vscode.DiagnosticSeverity.Error)!;
+  assert.strictEqual(codeOf(err), 'ds.oom.zero3-gather');
+  assert.match(err.message, /rank 5\b/);
+  assert.ok(!fs.existsSync(path.join(WS, '.vscode', 'PWNED')), 'still no marker');
+});
+
+export async function run(): Promise<void> {
+  let passed = 0;
+  let failed = 0;
+  log({ event: 'start', tests: tests.length, ws: WS });
+  for (const t of tests) {
+    const t0 = Date.now();
+    try {
+      await Promise.race([t.fn(), new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout after ${t.timeout} ms`)), t.timeout))]);
+      passed++;
+      log({ test: t.name, ok: true, ms: Date.now() - t0 });
+    } catch (e) {
+      failed++;
+      log({ test: t.name, ok: false, ms: Date.now() - t0, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  log({ event: failed ? 'tests-fail' : 'tests-pass', passed, failed });
+}
