@@ -1838,8 +1838,10 @@ int ddx_diagnose(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_error_t *err) {
   rc = 0;
 done:
   if (rc && b.incs && !d->incidents) /* incidents still own their rank sets */
-    for (size_t i = 0; i < b.m; i++)
+    for (size_t i = 0; i < b.m; i++) {
       ddx_rankset_free(&b.incs[i].ranks);
+      ddx_rankset_free(&b.incs[i].quiet_first);
+    }
   build_free(&b);
   if (rc) {
     ddx_diagnosis_free(d);

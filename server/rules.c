@@ -102,6 +102,7 @@ static int get_strs(load_ctx_t *lc, json_t *obj, const char *key, bool required,
       return fail(lc, f, "expected a string");
     }
     out->v[i] = ddx_arena_strndup(&lc->cat->arena, json_string_value(s), json_string_length(s));
+    if (!out->v[i]) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
   }
   out->n = n;
   return 0;
@@ -228,11 +229,13 @@ static int compile_pattern(load_ctx_t *lc, ddx_pattern_t *p, const char *rule_id
   pcre2_pattern_info(code, PCRE2_INFO_NAMETABLE, &table);
   p->ncaptures = capcount;
   p->capture_names = ddx_arena_alloc(&lc->cat->arena, (capcount + 1) * sizeof(char *));
+  if (!p->capture_names) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
   for (uint32_t i = 0; i < namecount; i++) {
     const unsigned char *e = table + (size_t)i * entry;
     unsigned group = ((unsigned)e[0] << 8) | e[1];
-    if (group <= capcount)
-      p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2);
+    if (group <= capcount &&
+        !(p->capture_names[group] = ddx_arena_strdup(&lc->cat->arena, (const char *)e + 2)))
+      return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
     if (!strcmp((const char *)e + 2, "rank")) p->has_rank = true;
   }
   return 0;
@@ -271,6 +274,7 @@ static int load_condition(load_ctx_t *lc, json_t *o, ddx_condition_t *c) {
       }
       if (!star[1]) return fail(lc, "value", "expected a fact name after \"*\"");
       c->ref_fact = ddx_arena_strdup(&lc->cat->arena, star + 1);
+      if (!c->ref_fact) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
     } else if (!ddx_parse_quantity(s, &c->number)) {
       return fail(lc, "value", "expected a number, a size like \"2 GiB\" or \"k*fact\"");
     }
@@ -363,6 +367,7 @@ static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t 
   if (required && json_array_size(arr) == 0) return fail(lc, NULL, "needs at least one sample");
   *n = json_array_size(arr);
   *out = ddx_arena_alloc(&lc->cat->arena, (*n + 1) * sizeof **out);
+  if (!*out) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
   for (size_t i = 0; i < *n; i++) {
     json_t *o = json_array_get(arr, i);
     size_t old = path_push(lc, NULL, (long)i);
@@ -378,6 +383,8 @@ static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t 
       size_t nf = json_object_size(facts), k = 0;
       s->fact_names.v = ddx_arena_alloc(&lc->cat->arena, (nf + 1) * sizeof(char *));
       s->fact_values.v = ddx_arena_alloc(&lc->cat->arena, (nf + 1) * sizeof(char *));
+      if (!s->fact_names.v || !s->fact_values.v)
+        return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
       const char *key;
       json_t *val;
       json_object_foreach(facts, key, val) {
@@ -388,6 +395,8 @@ static int load_samples(load_ctx_t *lc, json_t *arr, ddx_sample_t **out, size_t 
         }
         s->fact_names.v[k] = ddx_arena_strdup(&lc->cat->arena, key);
         s->fact_values.v[k] = ddx_arena_strdup(&lc->cat->arena, json_string_value(val));
+        if (!s->fact_names.v[k] || !s->fact_values.v[k])
+          return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
         k++;
       }
       s->fact_names.n = s->fact_values.n = k;
@@ -496,13 +505,16 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
       c->phases.v = ddx_arena_alloc(&lc->cat->arena, sizeof *c->phases.v);
       if (!c->phases.v) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
       c->phases.v[0] = ddx_arena_strdup(&lc->cat->arena, json_string_value(ph));
+      if (!c->phases.v[0]) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
       c->phases.n = 1;
     } else if ((rc = get_strs(lc, o, "phase", true, &c->phases))) {
       return rc;
     }
     c->kind = DDX_CLUE_PHASE;
   } else if (json_object_get(o, "regex")) {
-    ddx_pattern_t *cp = &r->ctx[r->nctx];
+    /* counted before it is compiled: ddx_catalog_free frees its regex on error */
+    c->ctx_index = (int)r->nctx;
+    ddx_pattern_t *cp = &r->ctx[r->nctx++];
     json_t *pat =
         json_pack("{s:O,s:O}", "regex", json_object_get(o, "regex"), "literals",
                   json_object_get(o, "literals") ? json_object_get(o, "literals") : json_array());
@@ -514,7 +526,6 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
     cp->scope_file = true;
     cp->same_rank = false;
     cp->clue = true;
-    c->ctx_index = (int)r->nctx++;
     c->kind = DDX_CLUE_TOKEN;
     if ((rc = load_conditions(lc, json_object_get(o, "conditions"), &c->conds, &c->nconds)))
       return rc;
@@ -670,8 +681,9 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
                 "an inferred_only class is raised by the engine itself: expected []");
   if (!inferred_only && (!json_is_array(sigs) || json_array_size(sigs) == 0))
     return fail(lc, "signatures", "expected a non-empty array of signatures");
-  r->nsigs = json_array_size(sigs);
-  r->sigs = ddx_arena_alloc(&lc->cat->arena, (r->nsigs + 1) * sizeof *r->sigs);
+  r->sigs = ddx_arena_alloc(&lc->cat->arena, (json_array_size(sigs) + 1) * sizeof *r->sigs);
+  if (!r->sigs) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
+  r->nsigs = json_array_size(sigs); /* counted once they exist: ddx_catalog_free walks them */
   for (size_t i = 0; i < r->nsigs; i++) {
     size_t old = path_push(lc, "signatures", -1);
     path_pop(lc, old);
@@ -741,6 +753,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     if (!json_is_array(sym)) return fail(lc, "symptoms", "expected an array");
     r->nsymptoms = json_array_size(sym);
     r->symptoms = ddx_arena_alloc(&lc->cat->arena, (r->nsymptoms + 1) * sizeof *r->symptoms);
+    if (!r->symptoms) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
     for (size_t i = 0; i < r->nsymptoms; i++) {
       static const char *const skeys[] = {"text", "why", NULL};
       json_t *o = json_array_get(sym, i);
@@ -763,6 +776,7 @@ static int load_rule(load_ctx_t *lc, json_t *root, ddx_rule_t *r) {
     char *txt = json_dumps(patches, JSON_COMPACT | JSON_PRESERVE_ORDER);
     r->config_patches_json = ddx_arena_strdup(&lc->cat->arena, txt);
     free(txt);
+    if (!r->config_patches_json) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
   }
   json_t *samples = json_object_get(root, "samples");
   if (!json_is_object(samples))
@@ -885,8 +899,12 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
     ddx_prefilter_build(cat->prefilter);
     cat->nlits = refs.len;
     cat->lit_refs = ddx_arena_alloc(&cat->arena, (refs.len + 1) * sizeof(ddx_literal_ref_t));
-    if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
-    rc = build_split_prefilters(cat, lits.data, err);
+    if (!cat->lit_refs) {
+      rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
+    } else {
+      if (refs.len) memcpy(cat->lit_refs, refs.data, refs.len * sizeof(ddx_literal_ref_t));
+      rc = build_split_prefilters(cat, lits.data, err);
+    }
   }
   ddx_vec_free(&refs);
   ddx_vec_free(&lits);
@@ -920,6 +938,7 @@ static int load_phase_table(load_ctx_t *lc, json_t *root) {
     ddx_phase_t *ph = &cat->phases[cat->nphases];
     memset(ph, 0, sizeof *ph);
     ph->file = ddx_arena_strdup(&cat->arena, lc->file);
+    if (!ph->file) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
     char pid[100];
     if ((rc = get_str(lc, o, "id", true, &ph->id))) return rc;
     if ((rc = get_str(lc, o, "title", true, &ph->title))) return rc;
@@ -981,7 +1000,7 @@ static int add_rule_text(ddx_catalog_t *cat, const char *file, const char *text,
   r->index = (uint32_t)cat->nrules;
   r->file = ddx_arena_strdup(&cat->arena, file);
   cat->nrules++;
-  int rc = load_rule(&lc, root, r);
+  int rc = r->file ? load_rule(&lc, root, r) : ddx_error_set(err, DDX_ENOMEM, "out of memory");
   json_decref(root);
   for (size_t k = 0; !rc && k + 1 < cat->nrules; k++)
     if (!strcmp(cat->rules[k].id, r->id))
@@ -1027,7 +1046,8 @@ int ddx_catalog_load(ddx_catalog_t **out, const char *const *paths, size_t npath
     }
   }
   if (!rc && files.len == 0) rc = ddx_error_set(err, DDX_ERULE, "no rule files found");
-  if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules);
+  if (!rc && !(cat->rules = ddx_arena_alloc(&cat->arena, files.len * sizeof *cat->rules)))
+    rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
   for (size_t i = 0; i < files.len && !rc; i++) {
     const char *file = DDX_VEC_AT(&files, char *, i);
     char *text = NULL;
@@ -1050,7 +1070,8 @@ int ddx_catalog_load_texts(ddx_catalog_t **out, const char *const *names, const 
   if (!cat) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
   ddx_arena_init(&cat->arena);
   int rc = n ? 0 : ddx_error_set(err, DDX_ERULE, "no rule files found");
-  if (!rc) cat->rules = ddx_arena_alloc(&cat->arena, n * sizeof *cat->rules);
+  if (!rc && !(cat->rules = ddx_arena_alloc(&cat->arena, n * sizeof *cat->rules)))
+    rc = ddx_error_set(err, DDX_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && !rc; i++)
     rc = add_rule_text(cat, names[i], texts[i], lens[i], err);
   return finish_catalog(cat, rc, out, err);
