@@ -40,6 +40,11 @@ const LIMIT_MS = Number(process.env.DDX_TEST_LIMIT_MS || 200000);
     for (; seen < lines.length; seen++) {
       const r = JSON.parse(lines[seen]);
       if (r.test) process.stdout.write(r.ok ? '.' : 'F');
+      // Restricted Mode (suite/restricted.ts): a user grants trust in the Workspace Trust editor
+      if (r.event === 'grant-trust') {
+        await page.locator('.workspace-trust-editor .workspace-trust-buttons .monaco-button').first().click({ timeout: 20000 })
+          .catch((e) => console.log('  run-tests.js: no Trust button:', e.message.split('\n')[0]));
+      }
     }
     res = lines.find((l) => /tests-(pass|fail)/.test(l));
   }

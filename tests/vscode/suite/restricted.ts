@@ -10,9 +10,14 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 
 interface DdxApi {
-  server: { start(): Promise<boolean>; running: boolean; lastError: string | undefined; binary?: { path: string; source: string } };
+  server: {
+    start(): Promise<boolean>;
+    running: boolean;
+    lastError: string | undefined;
+    binary?: { path: string; source: string };
+    onDidStart: vscode.Event<{ path: string; source: string }>;
+  };
   ignoredSettings(): string[];
-  diagnoseText(text: string): Promise<{ incidents: { rule: string; rank: number | null }[] }>;
 }
 
 const OUT = process.env.DDX_TEST_OUT ?? '/tmp/ddx-vscode-restricted.jsonl';
@@ -37,6 +42,20 @@ function diagnosticsWhere(uri: vscode.Uri, ms: number, pred: (d: vscode.Diagnost
       clearTimeout(timer);
       sub.dispose();
       resolve(d);
+    });
+  });
+}
+
+function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+    }, ms);
+    const sub = ev((v) => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolve(v);
     });
   });
 }
@@ -76,6 +95,22 @@ test("restricted: the log's diagnostics appear (the initiating failure, rank 5)"
   assert.match(err.message, /rank 5\b/);
   assert.ok(!fs.existsSync(path.join(WS, '.vscode', 'PWNED')), 'still no marker');
 });
+
+// The driver (run-tests.js) clicks the Workspace Trust editor's Trust button when it reads the
+// grant-trust line: the extension API cannot grant trust, a user does.
+test('restricted: trusting the folder restarts the server, still with the user\'s ddx.server.path', async () => {
+  const user = vscode.workspace.getConfiguration('ddx').inspect<string>('server.path')?.globalValue;
+  const granted = nextEvent(vscode.workspace.onDidGrantWorkspaceTrust, 'the trust grant', 40000);
+  const started = nextEvent(api.server.onDidStart, 'the server restarted after the grant', 40000);
+  await vscode.commands.executeCommand('workbench.trust.manage');
+  log({ event: 'grant-trust' });
+  await granted;
+  assert.strictEqual(vscode.workspace.isTrusted, true, 'the workspace is trusted');
+  const bin = await started;
+  assert.strictEqual(bin.path, user, "the restarted server is the user's ddx.server.path");
+  assert.ok(api.server.running, 'and runs');
+  assert.ok(!fs.existsSync(path.join(WS, '.vscode', 'PWNED')), "the workspace's ddx.server.path never ran, trusted either");
+}, 45000);
 
 export async function run(): Promise<void> {
   let passed = 0;
