@@ -472,12 +472,22 @@ static void own_line(live_t *lv) {
   lv->last_byte = '\n';
 }
 
+/* The class a stall is reported as: the catalog's no-error rule whose
+ * incident points at the last progress line (trigger no-error, anchor last;
+ * the built-in one is train.hang), data like every class. */
+static const ddx_rule_t *stall_rule(const ddx_catalog_t *cat) {
+  for (size_t i = 0; i < cat->nrules; i++)
+    if (cat->rules[i].trigger == DDX_TRIGGER_NO_ERROR && cat->rules[i].anchor_last)
+      return &cat->rules[i];
+  return NULL;
+}
+
 /* No output for --stall seconds: the one hang report of this stall. */
 static void report_stall(live_t *lv) {
   if (lv->dirty) refresh_quiet(lv);
   const quiet_t *q = &lv->quiet;
-  const ddx_rule_t *r = q->rule ? q->rule : ddx_catalog_find(lv->cat, "train.hang");
-  const char *id = r ? r->id : "train.hang";
+  const ddx_rule_t *r = q->rule ? q->rule : stall_rule(lv->cat);
+  const char *id = r ? r->id : "stall"; /* a catalog without such a rule */
   ddx_rankset_t first = {.v = lv->quiet.ranks, .n = q->nranks, .cap = q->nranks};
   FILE *f = lv->say;
   own_line(lv);
@@ -532,7 +542,7 @@ static void report_stall(live_t *lv) {
 
 /* New output after a reported stall: said once. */
 static void report_resumed(live_t *lv, uint64_t silent_ms) {
-  const char *id = lv->stall_id ? lv->stall_id : "train.hang";
+  const char *id = lv->stall_id ? lv->stall_id : "stall";
   double silent = (double)(silent_ms / 100) / 10.0;
   own_line(lv);
   if (lv->json) {
