@@ -823,6 +823,7 @@ typedef struct lsp_actx {
   size_t noffers;
   int rung;
   lsp_strs_t ids;         /* patch ids offered or refused already (one per id) */
+  const char *pid;        /* the config patch being offered (its id goes in data.patch) */
   char first_reason[600]; /* the first refusal, for "no quick fix applies" */
   size_t nrefused;
 } lsp_actx_t;
@@ -837,6 +838,7 @@ static void lsp_refuse(lsp_actx_t *x, const char *title, const char *reason, jso
   json_t *a = json_pack("{s:o, s:s, s:{s:o}}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
                         "quickfix", "disabled", "reason", ddx_lsp_jstr(reason, strlen(reason)));
   if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
+  if (x->pid) json_object_set_new(a, "data", json_pack("{s:s}", "patch", x->pid));
   json_array_append_new(x->out, a);
 }
 
@@ -967,6 +969,9 @@ static int lsp_saving(lsp_actx_t *x, json_t *patch, const char *patch_json, cons
 }
 
 static void lsp_offer(lsp_actx_t *x, json_t *a, int enough, double saved) {
+  /* data.patch: the rule's config patch this action applies, so a client pairs the action
+   * with the report's patch by id, not by title */
+  if (x->pid) json_object_set_new(a, "data", json_pack("{s:s}", "patch", x->pid));
   json_array_append_new(x->out, a);
   if (x->noffers < LSP_MAX_OFFERS)
     x->offers[x->noffers++] =
@@ -1029,6 +1034,7 @@ static void lsp_rule_actions(lsp_actx_t *x, const ddx_rule_t *rule, json_t *diag
     const char *pid = json_string_value(json_object_get(p, "id"));
     if (pid && lsp_strs_find(&x->ids, pid) >= 0) continue; /* offered for another OOM class */
     if (pid) lsp_strs_add(&x->ids, pid, 1024);
+    x->pid = pid;
     x->rung++;
     const char *ptitle = json_string_value(json_object_get(p, "title"));
     if (!ptitle) ptitle = "apply the fix";
@@ -1101,6 +1107,7 @@ static void lsp_rule_actions(lsp_actx_t *x, const ddx_rule_t *rule, json_t *diag
     free(ptitle2);
     free(pj);
   }
+  x->pid = NULL; /* it points into patches */
   json_decref(patches);
 }
 

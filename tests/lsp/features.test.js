@@ -157,6 +157,9 @@ for (const [style, text] of Object.entries(STYLES)) {
     assert.equal(actions.filter((a) => a.isPreferred).length, 1);
     assert.equal(enabled[0].isPreferred, true);
     const cfgUri = uri(fs.realpathSync(path.join(path.dirname(u.slice(7)), 'ds_config.json')));
+    // data.patch: the id of the rule's config patch each action applies, one action per patch
+    for (const a of actions) assert.ok(a.data && typeof a.data.patch === 'string' && a.data.patch !== '', `data.patch: ${JSON.stringify(a.data)} (${a.title})`);
+    assert.equal(new Set(actions.map((a) => a.data.patch)).size, actions.length, 'one action per patch id');
     for (const a of enabled) {
       assert.equal(a.kind, 'quickfix');
       assert.equal(a.diagnostics[0].code, 'ds.oom.zero3-gather');
