@@ -55,6 +55,17 @@ export async function waitForDdxDiagnostics(uri: vscode.Uri, timeoutMs: number, 
   });
 }
 
+/**
+ * The id of the rule's config patch a ddx quick fix applies: the server sends it as the code
+ * action's data.patch (server/lsp_actions.c), which vscode-languageclient keeps on the action.
+ */
+export function patchIdOf(a: vscode.CodeAction): string | undefined {
+  const data = (a as vscode.CodeAction & { data?: unknown }).data;
+  if (typeof data !== 'object' || data === null) return undefined;
+  const id = (data as { patch?: unknown }).patch;
+  return typeof id === 'string' ? id : undefined;
+}
+
 export class Fixes {
   private readonly excerpts = new WeakMap<Diagnosis, vscode.Uri>();
 

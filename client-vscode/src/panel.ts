@@ -1,7 +1,7 @@
 // The diagnosis view: one webview panel that shows the latest report.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
-import { Diagnosis, Fixes, Source } from './fixes';
+import { Diagnosis, Fixes, patchIdOf, Source } from './fixes';
 import { describeOp, esc, fixesHtml, FixView, reportHtml } from './view';
 
 export function nonce(): string {
@@ -167,8 +167,9 @@ export class DiagnosisPanel implements vscode.Disposable {
       this.actions.set(index, acts);
       const patches = d.report.incidents[index].patches ?? [];
       const views: FixView[] = acts.map((a) => {
-        const bare = a.title.replace(/^ddx: /, '').replace(/ \([^()]*\)$/, '');
-        const patch = patches.find((p) => p.title === bare || a.title.includes(p.title));
+        // paired by the patch id the server puts in the action's data, not by its words
+        const pid = patchIdOf(a);
+        const patch = pid === undefined ? undefined : patches.find((p) => p.id === pid);
         return {
           title: a.title.replace(/^ddx: /, ''),
           disabled: a.disabled?.reason,

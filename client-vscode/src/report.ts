@@ -155,20 +155,6 @@ export interface CatalogItem {
   related?: string[];
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Checks the shape the extension relies on; the server is trusted for the rest. */
-export function isReport(v: unknown): v is Report {
-  return isObject(v) && typeof v.version === 'number' && Array.isArray(v.incidents) &&
-    v.incidents.every((i) => isObject(i) && typeof i.rule === 'string' && typeof i.title === 'string');
-}
-
-export function isCatalogEntry(v: unknown): v is CatalogEntry {
-  return isObject(v) && typeof v.id === 'string' && typeof v.title === 'string';
-}
-
 /** `[0,1,2,3,4,6,7]` -> `0-4,6-7`. */
 export function formatRanks(ranks: readonly number[] | undefined): string {
   if (!ranks || ranks.length === 0) return '';

@@ -307,6 +307,10 @@ test('the diagnosis view shows the report and applies a quick fix through the sa
   }
   const fixesView = await rendered;
   assert.match(fixesView.html, /data-action="fix"/);
+  // each fix is paired with the report's patch by id (data.patch) and lists its key changes
+  const fixItems = [...fixesView.html.matchAll(/<li[^>]*>[\s\S]*?<\/li>/g)].map((m) => m[0]).filter((li) => li.includes('data-action="fix"'));
+  assert.ok(fixItems.length >= 1 && fixItems.every((li) => /<div class="changes"><code>[^<]+<\/code>/.test(li)),
+    `every enabled fix lists its changes: ${fixItems.map((li) => li.slice(0, 200)).join(' | ')}`);
   const acts = api.panel.fixesFor(0).filter((a) => !a.disabled);
   assert.ok(acts.length >= 1, 'enabled quick fixes');
   const cfgUri = wsUri('ds_config.json');
