@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
+.PHONY: golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -154,10 +154,17 @@ test-memory: build
 test: format-check test-unit test-asan fuzz-short test-vscode test-catalog test-memory
 	$(PY) tests/rules/test_catalog.py
 	$(PY) tests/rules/test_contract.py
+	$(PY) tests/golden/run.py $(BUILD)/ddx
 	@$(BUILD)/ddx catalog --markdown | diff -u docs/catalog.md - >$(BUILD)/catalog.diff || { head -40 $(BUILD)/catalog.diff; echo "docs/catalog.md is stale: run make catalog"; exit 1; }; echo "docs/catalog.md: current"
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --quiet --min-accuracy 0.85 --min-held 0.70 --max-silent 0.05 --max-ece 0.10
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0.95
 	@echo "make test: all suites passed"
+
+# Rewrites tests/golden from build/ddx: the exact text and JSON reports of
+# the logs in tests/golden/logs.txt (make test fails on any difference but
+# the timing). Review git diff tests/golden (tests/golden/README.md).
+golden: build
+	$(PY) tests/golden/run.py $(BUILD)/ddx --update
 
 # Rewrites docs/catalog.md from rules/ (make test fails when it is stale).
 catalog: build
