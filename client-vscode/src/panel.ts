@@ -122,7 +122,8 @@ export class DiagnosisPanel implements vscode.Disposable {
   private actions = new Map<number, vscode.CodeAction[]>();
   private generation = 0;
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly renderedEmitter = new vscode.EventEmitter<{ html: string; fixes: number }>();
+  /** Each render: the report (index undefined), then each incident's quick fixes as they load. */
+  private readonly renderedEmitter = new vscode.EventEmitter<{ html: string; fixes: number; index?: number }>();
   /** Fires after each render and after the quick fixes arrive (for tests and screenshots). */
   readonly onDidRender = this.renderedEmitter.event;
   lastHtml = '';
@@ -184,7 +185,7 @@ export class DiagnosisPanel implements vscode.Disposable {
     }
     if (gen !== this.generation || !this.panel) return;
     await this.panel.webview.postMessage({ type: 'fixes', index, html });
-    this.renderedEmitter.fire({ html, fixes: count });
+    this.renderedEmitter.fire({ html, fixes: count, index });
   }
 
   /** The enabled quick fixes found for an incident of the current diagnosis. */
