@@ -72,14 +72,29 @@ static int32_t parse_int(const char *s) {
 /* Where an event happened: prefixes first (they are the launcher's own
  * word), then captures. A local rank becomes a global one through the
  * layout the log gives (or directly on a single node). */
+/* srun --label's id on a line of a torchrun job that names no host: srun
+ * runs one agent per node there, so the id names the node ("srun-task-3"),
+ * not a rank. */
+static bool srun_node_id(const ddx_hit_t *h, const ddx_layout_t *layout, char *node, size_t cap) {
+  if (!(h->meta.dialects & DDX_DIALECT_SRUN) || h->meta.host[0] || h->meta.rank < 0 ||
+      !(layout->dialects &
+        (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC | DDX_DIALECT_SRUN_NODE)))
+    return false;
+  snprintf(node, cap, "srun-task-%d", (int)h->meta.rank);
+  return true;
+}
+
 static void place_event(event_t *e, const ddx_layout_t *layout) {
   const ddx_hit_t *h = e->hit;
   int32_t rank = h->meta.rank;
+  char node[DDX_HOST_MAX];
+  const char *host = h->meta.host;
+  if (srun_node_id(h, layout, node, sizeof node)) rank = -1, host = node;
   if (rank < 0) rank = parse_int(ddx_hit_fact(h, "rank"));
   int32_t local = h->meta.local_rank;
   if (local < 0) local = parse_int(ddx_hit_fact(h, "local_rank"));
   if (local < 0) local = parse_int(ddx_hit_fact(h, "gpu"));
-  if (rank < 0 && local >= 0) rank = ddx_layout_global_rank(layout, h->meta.host, local);
+  if (rank < 0 && local >= 0) rank = ddx_layout_global_rank(layout, host, local);
   e->rank = rank;
   e->local_rank = local;
 }
@@ -1320,6 +1335,14 @@ static const ddx_layout_host_t *layout_host(const ddx_layout_t *l, const char *h
   return NULL;
 }
 
+/* A host whose ranks' base only its lines imply ("[default1]:... [Rank 9]"). */
+static const ddx_layout_host_t *learned_host(const ddx_layout_t *l, const char *host) {
+  for (size_t i = 0; host && host[0] && i < l->nhosts; i++)
+    if (!strcmp(l->hosts[i].name, host) && l->hosts[i].base >= 0 && l->hosts[i].learned == 1)
+      return &l->hosts[i];
+  return NULL;
+}
+
 /* Processes per node when every node runs the same number: the layout's,
  * else the highest local rank any prefix named + 1 on a multi-node log. */
 static int32_t procs_per_node(const ddx_layout_t *l) {
@@ -1348,8 +1371,8 @@ typedef struct host_span {
   int32_t lo, hi; /* observed global ranks [lo, hi] */
 } host_span_t;
 
-static bool node_block(const build_t *b, const char *host, int32_t world, int32_t *lo,
-                       int32_t *hi) {
+static bool node_block(const build_t *b, const char *host, int32_t world, int32_t per_node,
+                       int32_t *lo, int32_t *hi) {
   if (!host || !host[0] || world <= 0) return false;
   host_span_t sp[MAX_SEEN_HOSTS];
   size_t n = 0;
@@ -1372,6 +1395,13 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
     if (!strcmp(sp[k].host, host)) return false; /* it shows its own: not this rule */
     if (sp[k].hi - sp[k].lo + 1 > P) P = sp[k].hi - sp[k].lo + 1;
   }
+  /* the processes per node the layout gives (or its node count), when the
+   * lines show fewer of each node's ranks */
+  int32_t nn = b->s->layout->nnodes;
+  if (per_node >= P)
+    P = per_node;
+  else if (per_node < 0 && nn > 1 && world % nn == 0 && world / nn >= P)
+    P = world / nn;
   if (n < 1 || P < 2 || world % P || world / P > MAX_SEEN_HOSTS || (size_t)(world / P) != n + 1)
     return false;
   bool claimed[MAX_SEEN_HOSTS] = {false};
@@ -1487,6 +1517,9 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
   else if (!strcmp(e->source, "complement"))
     snprintf(note, cap, "rank %d: the only rank of %d%s that reports no collateral", e->rank, world,
              f->local >= 0 ? " with its local rank" : "");
+  else if (!strcmp(e->source, "node+local"))
+    snprintf(note, cap, "rank %d: local rank %d of %s (%d-%d)", e->rank, e->rank - f->lo, f->host,
+             f->lo, f->hi - 1);
   else if (!strcmp(e->source, "traceback"))
     snprintf(note, cap, "rank %d: every line of the cause's traceback names it", e->rank);
   else if (!strcmp(e->source, "launcher-local"))
@@ -1516,14 +1549,6 @@ static void resolve_rank(build_t *b) {
   const ddx_layout_t *l = b->s->layout;
   rank_frame_t f = {
       .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
-  const ddx_layout_host_t *lh = layout_host(l, f.host);
-  if (lh) f.lo = lh->base, f.hi = lh->base + lh->nlocal;
-  if (!lh) node_block(b, f.host, world_size_seen(b->s), &f.lo, &f.hi);
-  ddx_rankset_t waiting = {0};
-  collateral_reporters(p, &waiting);
-  f.waiting = &waiting;
-  ddx_vec_t ev;
-  ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
   double w0 = 0;
   const char *src0 = p->rank >= 0 ? placed_source(p, &w0) : NULL;
   /* srun --label's id on a torchrun job (its agent's lines, [defaultN]
@@ -1533,18 +1558,39 @@ static void resolve_rank(build_t *b) {
   for (size_t i = 0; i < p->ncollateral && !per_node_agent; i++)
     per_node_agent =
         p->collateral[i].rule->role == DDX_ROLE_WRAPPER && p->collateral[i].local_rank >= 0;
+  char srun_node[DDX_HOST_MAX] = "";
   if (src0 && !strcmp(src0, "prefix") && (p->hit->meta.dialects & DDX_DIALECT_SRUN) &&
-      ((l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC)) || per_node_agent ||
-       p->local_rank > p->rank)) {
-    char node[DDX_HOST_MAX];
-    snprintf(node, sizeof node, "srun-task-%d", p->rank);
-    int32_t g = ddx_layout_global_rank(l, node, p->local_rank);
+      ((l->dialects &
+        (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC | DDX_DIALECT_SRUN_NODE)) ||
+       per_node_agent || p->local_rank > p->rank)) {
+    snprintf(srun_node, sizeof srun_node, "srun-task-%d", p->rank);
+    int32_t g = ddx_layout_global_rank(l, srun_node, p->local_rank);
     src0 = g >= 0 ? "layout" : NULL, w0 = 0.85;
     p->rank = g;
+    if (!f.host[0]) f.host = srun_node;
+  } else if (!f.host[0] && srun_node_id(p->hit, l, srun_node, sizeof srun_node)) {
+    f.host = srun_node;
   }
+  const ddx_layout_host_t *lh = layout_host(l, f.host);
+  const ddx_layout_host_t *seen = learned_host(l, f.host);
+  if (lh)
+    f.lo = lh->base, f.hi = lh->base + lh->nlocal;
+  else if (seen && f.per_node > 0 && seen->base % f.per_node == 0)
+    f.lo = seen->base, f.hi = seen->base + f.per_node;
+  else
+    node_block(b, f.host, world_size_seen(b->s), f.per_node, &f.lo, &f.hi);
+  ddx_rankset_t waiting = {0};
+  collateral_reporters(p, &waiting);
+  f.waiting = &waiting;
+  ddx_vec_t ev;
+  ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
   if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
+  /* the cause's node and its local rank: the node's block gives the rank */
+  if (f.hi > 0 && f.local >= 0 && f.local < f.hi - f.lo)
+    add_evidence(&ev, &f, "node+local", f.lo + f.local, lh ? 0.9 : 0.8, true);
   bool srun_nodes =
-      per_node_agent || (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC));
+      per_node_agent || (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC |
+                                        DDX_DIALECT_SRUN_NODE));
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_WRAPPER) continue;

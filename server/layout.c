@@ -38,6 +38,7 @@ static ddx_layout_host_t *host_slot(ddx_layout_t *l, const char *name, size_t n)
   h->name[n] = 0;
   h->base = -1;
   h->nlocal = -1;
+  h->learned = 0;
   return h;
 }
 
@@ -57,7 +58,7 @@ static long number_after(const char *t, size_t len, const char *key) {
 /* Parses {'host': [0, 1, 2], "host2": [3, 4]} starting at p. explicit_ranks:
  * the lists are global ranks (global_rank_mapping), else local slots. */
 static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool explicit_ranks) {
-  int32_t next_base = 0;
+  int32_t next_base = 0, ndict = 0;
   while (p < end) {
     const char *q = memchr(p, '\'', (size_t)(end - p));
     const char *dq = memchr(p, '"', (size_t)(end - p));
@@ -87,13 +88,15 @@ static void parse_dict(ddx_layout_t *l, const char *p, const char *end, bool exp
     if (h) {
       h->nlocal = count;
       h->base = explicit_ranks ? first : next_base;
+      h->learned = 0;
+      ndict++;
     }
     if (next_base > DDX_LAYOUT_RANK_MAX - count) return;
     next_base += count;
     p = rb + 1;
   }
   if (!explicit_ranks && next_base > 0 && l->world_size < 0) l->world_size = next_base;
-  if (l->nnodes < 0) l->nnodes = (int32_t)l->nhosts;
+  if (l->nnodes < 0 && ndict > 0) l->nnodes = ndict;
 }
 
 /* Decodes base64 (standard alphabet) from p until a non-base64 byte;
@@ -152,9 +155,10 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   if (nnodes > 0) l->nnodes = (int32_t)nnodes;
   if (nprocs > 0 && node_rank >= 0 && meta && meta->host[0]) {
     ddx_layout_host_t *h = host_slot(l, meta->host, strlen(meta->host));
-    if (h && h->base < 0) {
+    if (h && (h->base < 0 || h->learned)) {
       h->base = (int32_t)(node_rank * nprocs);
       h->nlocal = (int32_t)nprocs;
+      h->learned = 0;
     }
   }
   /* DeepSpeed's launch.py: "process 2527073 spawned with command: [...,
@@ -175,17 +179,26 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
    * "global_ranks=[48, 49, ...]" (this node's ranks), "group_world_size=8". */
   long gws = number_after(t, len, "group_world_size=");
   if (gws > 0) l->nnodes = (int32_t)gws;
-  if ((p = find(t, len, "global_ranks=[")) && meta && meta->host[0]) {
+  /* Under srun -l ("2:   global_ranks=[8, ...]") the line's srun task id
+   * names the node (one torchrun agent per task): the block is that
+   * task's, which need not be group_rank's (c10d orders nodes by arrival). */
+  char node[DDX_HOST_MAX] = "";
+  if (meta && meta->host[0])
+    snprintf(node, sizeof node, "%s", meta->host);
+  else if (meta && (meta->dialects & DDX_DIALECT_SRUN) && meta->rank >= 0)
+    snprintf(node, sizeof node, "srun-task-%d", (int)meta->rank);
+  if ((p = find(t, len, "global_ranks=[")) && node[0]) {
     char *e;
     long first = strtol(p + 14, &e, 10);
     if (first < 0 || first > DDX_LAYOUT_RANK_MAX) e = (char *)p + 14; /* not a rank: ignored */
     int32_t count = 0;
     for (const char *c = p + 14; c < end && *c != ']'; c++)
       if (*c == ',') count++;
-    ddx_layout_host_t *h = e != p + 14 ? host_slot(l, meta->host, strlen(meta->host)) : NULL;
-    if (h && h->base < 0) {
+    ddx_layout_host_t *h = e != p + 14 ? host_slot(l, node, strlen(node)) : NULL;
+    if (h && (h->base < 0 || h->learned)) {
       h->base = (int32_t)first;
       h->nlocal = count + 1;
+      h->learned = 0;
     }
   }
   long gwss = number_after(t, len, "global_world_sizes=[");
@@ -197,8 +210,32 @@ static bool multi_node_seen(const ddx_layout_t *l) {
   return l->max_global >= 0 && l->max_global > l->max_local && l->max_global >= 8;
 }
 
+/* A line that names its host, its local rank ([default1]:) and its global
+ * rank ("[Rank 9] Watchdog ...") places its host's ranks: base = global -
+ * local (torchrun and DeepSpeed number a node's ranks contiguously). Two
+ * such lines that disagree leave the host's base unknown. A layout line
+ * overrides what lines implied. */
+static void learn_base(ddx_layout_t *l, const char *host, int32_t global, int32_t local) {
+  if (!host[0] || global < 0 || local < 0 || local > global) return;
+  ddx_layout_host_t *h = NULL;
+  if (l->last_learned < l->nhosts && !strcmp(l->hosts[l->last_learned].name, host))
+    h = &l->hosts[l->last_learned];
+  else if ((h = host_slot(l, host, strlen(host))))
+    l->last_learned = (size_t)(h - l->hosts);
+  if (!h || (h->base >= 0 && !h->learned) || h->learned == 2) return;
+  int32_t base = global - local;
+  if (h->learned == 0) { /* first line: h->base is -1 */
+    h->base = base;
+    h->learned = 1;
+  } else if (h->base != base) {
+    h->base = -1;
+    h->learned = 2;
+  }
+}
+
 void ddx_layout_note_dialects(ddx_layout_t *l, const ddx_line_meta_t *meta) {
   l->dialects |= meta->dialects;
+  learn_base(l, meta->host, meta->rank, meta->local_rank);
 }
 
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local) {
@@ -223,6 +260,13 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
         if (l->hosts[i].nlocal > 0) per = l->hosts[i].nlocal;
       if (per < 0 && l->seen_hosts > 1 && l->max_local >= 0) per = l->max_local + 1;
 
+      /* ... when the task ids follow torchrun's node order (--node_rank=
+       * $SLURM_NODEID); a task whose ranks the log shows elsewhere
+       * (c10d's arrival order) says they do not */
+      for (size_t i = 0; i < l->nhosts && per > 0; i++)
+        if (!strncmp(l->hosts[i].name, "srun-task-", 10) && l->hosts[i].base >= 0 &&
+            (int64_t)strtol(l->hosts[i].name + 10, NULL, 10) * per != l->hosts[i].base)
+          return -1;
       if (node == 0) return local_rank;
       int64_t g = (int64_t)node * per + local_rank;
       return per > 0 && local_rank < per && node > 0 && g <= DDX_LAYOUT_RANK_MAX ? (int32_t)g : -1;
@@ -330,7 +374,12 @@ void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src) {
       *d = *h;
       continue;
     }
-    if (h->base >= 0) d->base = h->base;
+    if (h->learned && !d->learned && d->base >= 0) continue; /* a layout line's word stands */
+    if (h->learned && d->learned && (h->learned == 2 || (d->base >= 0 && d->base != h->base))) {
+      d->base = -1, d->learned = 2;
+      continue;
+    }
+    if (h->base >= 0) d->base = h->base, d->learned = h->learned;
     if (h->nlocal >= 0) d->nlocal = h->nlocal;
   }
   if (src->world_size >= 0) dst->world_size = src->world_size;

@@ -45,9 +45,10 @@ enum {
 typedef struct line_state {
   ddx_line_meta_t *meta;
   unsigned seen;
-  int outer;         /* still in the outer (collector/platform) layer */
-  int after_ts;      /* the previous prefix was a bare timestamp */
-  int64_t srun_task; /* the srun --label id of this line, -1 none */
+  int outer;          /* still in the outer (collector/platform) layer */
+  int after_ts;       /* the previous prefix was a bare timestamp */
+  int64_t srun_task;  /* the srun --label id of this line, -1 none */
+  int64_t inner_rank; /* a rank an inner prefix named after an outer one, -1 none */
 } line_state_t;
 
 typedef struct line_time {
@@ -251,6 +252,8 @@ static void line_set_rank(line_state_t *st, int64_t v) {
   if (!(st->seen & LINE_SEEN_RANK)) {
     st->meta->rank = (int32_t)v;
     st->seen |= LINE_SEEN_RANK;
+  } else if (st->inner_rank < 0) {
+    st->inner_rank = v;
   }
 }
 
@@ -1125,6 +1128,7 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
   st.outer = 1;
   st.after_ts = 0;
   st.srun_task = -1;
+  st.inner_rank = -1;
   unsigned had_tee = meta->dialects & DDX_DIALECT_TORCHRUN_TEE;
   for (;;) {
     size_t k = line_try_prefix(buf + pos, n - pos, &st);
@@ -1139,14 +1143,37 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
     meta->rank = -1;
     if (!meta->host[0])
       snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+    meta->dialects |= DDX_DIALECT_SRUN_NODE;
+  }
+  /* "3: [rank27]:" (srun -l over mp.spawn or torchrun, torch >= 2.3): the
+   * process's own rank prefix disagrees with srun's id, which then names
+   * the node's task */
+  if (st.srun_task >= 0 && meta->rank == (int32_t)st.srun_task && st.inner_rank >= 0 &&
+      st.inner_rank != st.srun_task) {
+    meta->rank = (int32_t)st.inner_rank;
+    if (!meta->host[0])
+      snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+    meta->dialects |= DDX_DIALECT_SRUN_NODE;
   }
 
   /* "[Rank 5] Watchdog caught ..." / DeepSpeed's "[Rank 0] step=..." is
-   * message text and stays, but it names the rank when no prefix did. */
-  if (meta->rank < 0 && line_lit(buf, n, pos, "[Rank ")) {
+   * message text and stays, but it names the rank when no prefix did, or
+   * when srun's id on the line is not this rank. */
+  if (line_lit(buf, n, pos, "[Rank ")) {
     size_t i = pos + 6;
     int64_t r;
-    if (line_num(buf, n, &i, 1, 7, &r) && line_lit(buf, n, i, "]")) meta->rank = (int32_t)r;
+    int named = line_num(buf, n, &i, 1, 7, &r) && line_lit(buf, n, i, "]");
+    if (named && meta->rank < 0) {
+      meta->rank = (int32_t)r;
+    } else if (named && st.srun_task >= 0 && meta->rank == (int32_t)st.srun_task &&
+               r != st.srun_task) {
+      /* srun -l's id is not the rank this process names: srun runs one
+       * task per node (torchrun, mp.spawn under it), the id names the node */
+      meta->rank = (int32_t)r;
+      if (!meta->host[0])
+        snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+      meta->dialects |= DDX_DIALECT_SRUN_NODE;
+    }
   }
 
   if (cap == 0) return 0;

@@ -23,6 +23,9 @@ typedef struct ddx_layout_host {
   char name[DDX_HOST_MAX];
   int32_t base;   /* global rank of local rank 0, -1 unknown */
   int32_t nlocal; /* processes on this host, -1 unknown */
+  int8_t learned; /* 0: base from a layout line; 1: implied by a line naming its local and
+                     global rank on this host ("[default1]:... [Rank 9]"); 2: such lines disagree
+                     (base -1) */
 } ddx_layout_host_t;
 
 #define DDX_LAYOUT_MAX_PIDS 4096
@@ -42,6 +45,7 @@ typedef struct ddx_layout {
   char first_host[DDX_HOST_MAX];              /* the first host any candidate line named */
   int seen_hosts;                             /* 0, 1, or 2 meaning "more than one" */
   int32_t max_global, max_local;              /* highest ranks any prefix named */
+  size_t last_learned;                        /* hosts[] index of the last learned base */
   uint32_t dialects;                          /* DDX_DIALECT_* bits of any line (a
                                                  torchrun job prints [defaultN] or
                                                  its agent's lines somewhere) */
@@ -66,7 +70,8 @@ bool ddx_layout_pid(const ddx_layout_t *l, long pid, char *host, size_t hostcap,
 void ddx_layout_path_meta(const char *path, ddx_line_meta_t *meta);
 /* Records the ranks a line's prefixes named (to tell multi-node logs). */
 void ddx_layout_note_ranks(ddx_layout_t *l, int32_t global, int32_t local);
-/* Records the prefix dialects a line showed. */
+/* Records the prefix dialects a line showed, and the base of its host's
+ * ranks when the line names its host, local rank and global rank. */
 void ddx_layout_note_dialects(ddx_layout_t *l, const ddx_line_meta_t *meta);
 /* Records that a line named host (to tell single-host logs). */
 void ddx_layout_note_host(ddx_layout_t *l, const char *host);

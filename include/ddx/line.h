@@ -32,6 +32,7 @@ enum {
   DDX_DIALECT_ANSI = 1u << 12,          /* ANSI escapes were stripped */
   DDX_DIALECT_TORCH_ELASTIC = 1u << 13, /* [2023-..] torch.distributed.elastic...: [ERROR] */
   DDX_DIALECT_NCCL_TAG = 1u << 14,      /* NCCL's "host:pid:tid [cudaDev] " */
+  DDX_DIALECT_SRUN_NODE = 1u << 15,     /* srun --label's id names a node's task ("3: [rank27]:") */
 };
 
 typedef struct ddx_line_meta {

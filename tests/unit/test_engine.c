@@ -422,6 +422,23 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, 4);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
   done(&r);
+  /* srun -l over torchrun, c10d rendezvous: srun task 2 is the node whose
+   * block torchrun printed (8-15), not node 2; local rank 3 is rank 11 */
+  run(&r, cat,
+      "2: [2024-05-14 02:23:17,103] torch.distributed.elastic.agent.server.api: [INFO] "
+      "[default] Rendezvous complete for workers. Result:\n2:   group_rank=1\n"
+      "2:   global_ranks=[8, 9, 10, 11, 12, 13, 14, 15]\n2: [default3]:ValueError: boom\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
+  done(&r);
+  /* no layout line: a watchdog line of srun task 5 names local rank 1 as
+   * rank 17, so task 5 holds 16-23 and its local rank 4 is rank 20 */
+  run(&r, cat,
+      "5: [default1]:[Rank 17] Watchdog caught x\n0: [default0]:[Rank 0] Watchdog caught x\n"
+      "0: [default7]:[Rank 7] Watchdog caught x\n5: [default4]:ValueError: boom\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 20);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
+  done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
       "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "

@@ -248,6 +248,22 @@ static void test_srun(void) {
   CHECK_EQ_INT(r.m.rank, -1);
   CHECK_EQ_INT(r.m.local_rank, 1);
   CHECK_EQ_STR(r.m.host, "srun-task-3");
+
+  /* srun -l over mp.spawn (torch >= 2.3): the process's own [rank27]
+   * disagrees with srun's id 3, which then names the node's task */
+  norm(&r, "3: [rank27]:[W511 09:45:39.206711248 ProcessGroupNCCL.cpp:4115] x");
+  CHECK_EQ_INT(r.m.rank, 27);
+  CHECK_EQ_STR(r.m.host, "srun-task-3");
+  CHECK(r.m.dialects & DDX_DIALECT_SRUN_NODE);
+  /* ... and so does a watchdog's "[Rank 15]" under srun's id 1 */
+  norm(&r, "1: [Rank 15] Watchdog caught collective operation timeout");
+  CHECK_EQ_INT(r.m.rank, 15);
+  CHECK_EQ_STR(r.m.host, "srun-task-1");
+  /* srun's id that agrees with the rank the line names is the rank */
+  norm(&r, " 5: [rank5]: x");
+  CHECK_EQ_INT(r.m.rank, 5);
+  CHECK_EQ_STR(r.m.host, "");
+  CHECK(!(r.m.dialects & DDX_DIALECT_SRUN_NODE));
 }
 
 static void test_mpirun(void) {
