@@ -128,6 +128,12 @@ cat >"$T/data/User/settings.json" <<EOF
   "ddx.server.path": "$ddx"
 }
 EOF
+# ddx.server.path is machine-scoped: in a remote window (code-server is one) VS Code takes it from
+# the remote machine's settings (Machine/settings.json). A value found only in the User settings
+# applies at first, and is dropped at the next reload of the configuration (running a task does
+# one): the server restarted with no path, lost its diagnostics and, with no bundled binary (a
+# clean clone), never came back.
+mkdir -p "$T/data/Machine" && printf '{\n  "ddx.server.path": "%s"\n}\n' "$ddx" >"$T/data/Machine/settings.json"
 export TMPDIR="$T/tmp" HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config" XDG_DATA_HOME="$T/home/.local/share" XDG_CACHE_HOME="$T/home/.cache"
 export EXTENSIONS_GALLERY='{}' DDX_TEST_OUT="$T/results.jsonl" DDX_TEST_WS="$WS" SHELL=/bin/bash
 
@@ -178,6 +184,7 @@ s = json.load(open(sys.argv[1]))
 s.update({"security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never",
           "security.workspace.trust.banner": "never", "security.workspace.trust.untrustedFiles": "open"})
 json.dump(s, open(sys.argv[2], "w"), indent=1)' "$T/data/User/settings.json" "$T/data-r/User/settings.json"
+mkdir -p "$T/data-r/Machine" && cp "$T/data/Machine/settings.json" "$T/data-r/Machine/"
 RPORT=$((PORT + 1))
 DDX_TEST_OUT="$T/results-r.jsonl" setsid "$CS" --bind-addr "127.0.0.1:$RPORT" --auth none --disable-telemetry --disable-update-check \
   --user-data-dir "$T/data-r" --extensions-dir "$T/ext" "$RW" >"$T/cs-r.log" 2>&1 &

@@ -642,6 +642,10 @@ test('a task that runs `ddx diagnose` with the $ddx problem matcher puts its fin
   const after = vscode.languages.getDiagnostics(uri);
   assert.ok(after.some((x) => x.source === 'ddx' && codeOf(x) === exp.rule), "the language server's diagnostics stay");
   assert.ok(after.some((x) => x.source === 'ddx diagnose' && codeOf(x) === exp.rule), "the matcher's problem stays after the task ended");
+  // running a task reloads the configuration: the server is still the user's ddx.server.path
+  // (not a bundled or PATH fallback that would hide a lost setting)
+  assert.strictEqual(api.server.binary?.path, bin, `the server after the task: ${api.server.binary?.path} (${api.server.binary?.source})`);
+  assert.ok(api.server.running, 'and runs');
 }, 45000);
 
 test('a ~/ rule folder set after start reaches the server expanded (ddx.rules.extraPaths)', async () => {
@@ -680,6 +684,7 @@ test('a missing server gives a clear error and the server comes back when the pa
   await cfg.update('server.path', good, vscode.ConfigurationTarget.Global);
   await until('the server again', 15000, () => (api.server.running ? true : undefined));
   assert.strictEqual(vscode.workspace.getConfiguration('ddx').get<string>('server.path'), good);
+  assert.deepStrictEqual([api.server.binary?.path, api.server.binary?.source], [good, 'setting'], 'the fixed ddx.server.path runs');
 }, 40000);
 
 // ---------------------------------------------------------------------------------------- runner
