@@ -470,8 +470,8 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
  * regex (a token, with literals) or conditions (a relation) says its kind.
  * A token clue becomes a file-scope context of the rule marked `clue`. */
 static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
-  static const char *const keys[] = {"id",    "why",      "weight",     "frame", "phase",
-                                     "regex", "literals", "conditions", NULL};
+  static const char *const keys[] = {"id",    "why",      "weight",     "frame",       "phase",
+                                     "regex", "literals", "conditions", "after_frame", NULL};
   int rc;
   if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
   if ((rc = check_keys(lc, o, keys))) return rc;
@@ -489,6 +489,8 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
     return fail(lc, NULL,
                 "a clue has exactly one of \"frame\", \"phase\", \"regex\" (with optional "
                 "\"literals\") or \"conditions\"");
+  if (json_object_get(o, "after_frame") && !json_object_get(o, "regex"))
+    return fail(lc, "after_frame", "only a token clue (\"regex\") is placed by the frames");
   if (json_object_get(o, "frame")) {
     const char *re;
     if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
@@ -526,6 +528,10 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
     cp->scope_file = true;
     cp->same_rank = false;
     cp->clue = true;
+    long af;
+    if ((rc = get_int(lc, o, "after_frame", 1, 5, 0, false, &af))) return rc;
+    c->after_frame = (int)af;
+    cp->every = af > 0;
     c->kind = DDX_CLUE_TOKEN;
     if ((rc = load_conditions(lc, json_object_get(o, "conditions"), &c->conds, &c->nconds)))
       return rc;

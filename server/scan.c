@@ -446,9 +446,11 @@ int ddx_scan_note_progress(ddx_scan_t *s, uint32_t rule, int64_t rank, uint64_t 
 }
 
 /* Stores a context hit (up to the overall cap); one of a file-scope
- * context only once per input: only whether it occurs there matters. */
+ * context only once per input: only whether it occurs there matters
+ * (unless the frames place it: then where it is matters too). */
 static int keep_ctx(ddx_scan_t *s, const ddx_hit_t *c) {
-  if (s->cat->rules[c->rule].ctx[c->pattern].scope_file) {
+  const ddx_pattern_t *cp = &s->cat->rules[c->rule].ctx[c->pattern];
+  if (cp->scope_file && !cp->every) {
     uint32_t *seen = &s->ctx_file_seen[s->ctx_base[c->rule] + c->pattern];
     if (*seen == c->input + 1) return 0;
     *seen = c->input + 1;
@@ -713,7 +715,7 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
     }
     const ddx_pattern_t *p = ref_pattern(s->cat, refs[i]);
     /* a file-scope context already kept for this input: nothing to learn */
-    if (refs[i]->is_ctx && p->scope_file &&
+    if (refs[i]->is_ctx && p->scope_file && !p->every &&
         s->ctx_file_seen[s->ctx_base[refs[i]->rule] + refs[i]->pattern] == s->cur + 1)
       continue;
     int m = ddx_pattern_match(p, s->norm, tlen, s->md, ov, MAX_CAPS);

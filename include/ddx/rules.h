@@ -56,8 +56,10 @@ typedef struct ddx_pattern {
   int owner; /* -1: the rule's context; else the index of its signature */
   int before, after;
   bool scope_file, same_rank, absent;
-  bool clue; /* a token clue (ddx_clue_t): kept like a file-scope context,
-                never a condition of the rule's events */
+  bool clue;  /* a token clue (ddx_clue_t): kept like a file-scope context,
+                 never a condition of the rule's events */
+  bool every; /* a clue placed by the frames (after_frame): every occurrence
+                 is kept, not only the first of each input */
 } ddx_pattern_t;
 
 /* A weighted clue of the differential (a rule's "clues"): evidence that
@@ -81,7 +83,10 @@ typedef struct ddx_clue {
   double weight;
   void *frame_code; /* DDX_CLUE_FRAME: pcre2_code_8*, owned by the catalog */
   ddx_strs_t phases;
-  int ctx_index; /* DDX_CLUE_TOKEN */
+  int ctx_index;   /* DDX_CLUE_TOKEN */
+  int after_frame; /* DDX_CLUE_TOKEN: > 0: only on the innermost frame's line
+                      or the after_frame lines below it (its source line, a
+                      caret line), e.g. an import statement there */
   ddx_condition_t *conds;
   size_t nconds;
 } ddx_clue_t;

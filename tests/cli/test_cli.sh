@@ -207,6 +207,50 @@ assert any(e["source"] == "prefix" and e["rank"] == 0 for e in i["rank_evidence"
 "$DDX" diagnose "$CUT" >"$T/cut.txt"
 grep -q "error line is cut; most likely" "$T/cut.txt" && grep -q "also possible ds.zero3.internal-assert" "$T/cut.txt" \
   && grep -q "tell apart" "$T/cut.txt" && ok || bad "cut traceback: the text report says it is inferred and what else is possible"
+# Weak generic evidence takes the class the rest of the text points at:
+# `terminate called` under the NCCL watchdog's C++ frames (checkTimeout) is
+# a watchdog timeout, inferred; the terminate line alone stays generic and
+# lists the CUDA errors an uncaught c10::Error usually is.
+WD="$T/wd.log"
+printf '%s\n' \
+  'frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1e1 (0x7fe705ea04e1 in /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)' \
+  'frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x222 (0x7fe705ea81a2 in /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)' \
+  'frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x10f (0x7fe705ea9a0f in /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)' \
+  '' "terminate called after throwing an instance of 'c10::DistBackendError'" >"$WD"
+"$DDX" diagnose --format json "$WD" >"$T/wd.json"; rc=$?
+[ "$rc" = 1 ] && jq_py "$T/wd.json" '
+i = d["incidents"][0]
+assert i["rule"] == "nccl.watchdog-timeout" and i["inferred"] is True, i
+assert d["differential"][0]["rule"] == "nccl.watchdog-timeout", d["differential"]
+assert any("checkTimeout" in w for w in d["differential"][0]["for"]), d["differential"][0]
+' && ok || bad "terminate called under the watchdog's frames: an inferred watchdog timeout (rc $rc)"
+printf '%s\n' "terminate called after throwing an instance of 'c10::Error'" >"$T/term.log"
+"$DDX" diagnose --format json "$T/term.log" >"$T/term.json"
+jq_py "$T/term.json" '
+i = d["incidents"][0]
+assert i["rule"] == "log.error-line" and not i.get("inferred"), i
+assert "cuda.illegal-access" in [c["rule"] for c in d["differential"]], d["differential"]
+' && ok || bad "a terminate line alone: generic, with the CUDA errors it usually is in the differential"
+# A clue placed by the frames: an import statement as the innermost
+# frame's source line of a cut traceback means importing failed; the same
+# line elsewhere in the text does not count.
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File "/opt/fairseq/fairseq/data/data_utils.py", line 219, in batch_by_size' \
+  '    from fairseq.data.data_utils_fast import batch_by_size_fast' >"$T/imp.log"
+"$DDX" diagnose --format json "$T/imp.log" >"$T/imp.json"
+jq_py "$T/imp.json" '
+i = d["incidents"][0]
+assert i["rule"] == "env.missing-module" and i["inferred"] is True, i
+' && ok || bad "a cut traceback whose innermost source line imports: env.missing-module, inferred"
+printf '%s\n' '    from fairseq.data.data_utils_fast import batch_by_size_fast' 'Traceback (most recent call last):' \
+  '  File "/opt/fairseq/fairseq/data/data_utils.py", line 219, in batch_by_size' \
+  '    lengths = sorted(lengths)' >"$T/imp2.log"
+"$DDX" diagnose --format json "$T/imp2.log" >"$T/imp2.json"
+jq_py "$T/imp2.json" '
+i = d["incidents"][0]
+assert i["rule"] == "py.traceback-cut", i
+assert "env.missing-module" not in [c["rule"] for c in d["differential"] or []], d["differential"]
+' && ok || bad "an import line away from the innermost frame is no clue"
 # Where to resume: the last checkpoint saved before the first overflow.
 printf '%s\n' \
   '[INFO|trainer.py:2868] 2023-06-07 15:39:20,063 >> Saving model checkpoint to out/checkpoint-200' \
