@@ -1132,6 +1132,7 @@ static void lsp_server_free(ddx_lsp_server_t *s) {
     ddx_lsp_doc_free(d);
   }
   ddx_lsp_catalog_unref(s->cat);
+  json_decref(s->rule_check_uris);
   ddx_lsp_actions_free(s);
   for (size_t i = 0; i < s->nfolders; i++)
     free(s->folders[i]);

@@ -78,6 +78,87 @@ static int lsp_load(ddx_lsp_server_t *s, bool with_extra, ddx_lsp_catalog_t **ou
   return 0;
 }
 
+static char *lsp_rule_file_uri(const ddx_rule_t *r);
+
+/* Where a rules-check finding goes in its file: the first occurrence of
+ * the JSON string it is about (a literal, a related id, the rule's id),
+ * else the first line. */
+static json_t *lsp_check_range(ddx_lsp_server_t *s, const ddx_check_t *k) {
+  ddx_file_opts_t fo = {.max_bytes = DDX_FILE_CAP_RULE, .what = "rule file"};
+  char *data = NULL;
+  size_t len = 0;
+  ddx_error_t err = {0};
+  if (ddx_file_read(k->rule->file, &fo, &data, &len, &err)) data = NULL, len = 0;
+  ddx_lsp_text_t *t = ddx_lsp_text_new(data ? data : "", len);
+  free(data);
+  if (!t) return NULL;
+  json_t *js = k->subject ? json_string(k->subject) : NULL;
+  char *needle = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+  json_decref(js);
+  const char *at = needle ? strstr(t->data, needle) : NULL; /* rule files are text */
+  json_t *range = at ? ddx_lsp_range(t, s->encoding, (size_t)(at - t->data),
+                                     (size_t)(at - t->data) + strlen(needle))
+                     : ddx_lsp_line_range(t, s->encoding, 0);
+  free(needle);
+  ddx_lsp_text_unref(t);
+  return range;
+}
+
+/* What `ddx rules check` says of the team's rule files (ddx_catalog_check,
+ * not strict: the encyclopedia's fields warn), as their diagnostics, in
+ * the CLI's words; the built-in catalog is checked by make test, and a
+ * finding of the catalog as a whole is logged. A file whose findings are
+ * gone is cleared. */
+static void lsp_publish_rule_checks(ddx_lsp_server_t *s, const ddx_lsp_catalog_t *c) {
+  ddx_checks_t found;
+  if (ddx_catalog_check(c->cat, false, &found)) {
+    ddx_checks_free(&found);
+    ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "rules check: out of memory");
+    return;
+  }
+  json_t *by_uri = json_object(); /* uri -> diagnostics */
+  size_t i;
+  json_t *v;
+  json_array_foreach(s->rule_check_uris, i, v) {
+    json_object_set_new(by_uri, json_string_value(v), json_array());
+  }
+  size_t n = c->root ? strlen(c->root) : 0;
+  for (i = 0; by_uri && i < found.list.len; i++) {
+    const ddx_check_t *k = &DDX_VEC_AT(&found.list, ddx_check_t, i);
+    char line[2048];
+    ddx_check_format(k, !k->rule, line, sizeof line);
+    if (!k->rule) {
+      ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "rules check: %s", line);
+      continue;
+    }
+    if (n && !strncmp(k->rule->file, c->root, n) && k->rule->file[n] == '/') continue;
+    char *u = lsp_rule_file_uri(k->rule);
+    json_t *range = u ? lsp_check_range(s, k) : NULL;
+    if (!range) {
+      free(u);
+      continue;
+    }
+    json_t *arr = json_object_get(by_uri, u);
+    if (!arr) json_object_set_new(by_uri, u, arr = json_array());
+    json_array_append_new(arr,
+                          json_pack("{s:o, s:i, s:s, s:o}", "range", range, "severity",
+                                    k->level == DDX_CHECK_FAIL ? 1 : 2, "source", "ddx rules check",
+                                    "message", ddx_lsp_jstr(line, strlen(line))));
+    free(u);
+  }
+  ddx_checks_free(&found);
+  json_t *now = json_array();
+  const char *u;
+  json_object_foreach(by_uri, u, v) {
+    ddx_lsp_notify(s, "textDocument/publishDiagnostics",
+                   json_pack("{s:s, s:O}", "uri", u, "diagnostics", v));
+    if (json_array_size(v)) json_array_append_new(now, json_string(u));
+  }
+  json_decref(by_uri);
+  json_decref(s->rule_check_uris);
+  s->rule_check_uris = now;
+}
+
 int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap) {
   if (!s->rules_default) s->rules_default = lsp_default_rules();
   ddx_error_t err = {0};
@@ -99,6 +180,7 @@ int ddx_lsp_catalog_reload(ddx_lsp_server_t *s, char *errbuf, size_t errcap) {
   s->cat = c;
   ddx_lsp_log(s, DDX_LSP_LOG_INFO, "catalog: %zu rules from %s%s", c->cat->nrules, s->rules_default,
               s->nextra_rules ? " and the extra rule folders" : "");
+  lsp_publish_rule_checks(s, c);
   /* Open logs are diagnosed again with the new catalog. */
   for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
     if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);

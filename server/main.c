@@ -498,45 +498,31 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         printf("%s\n", cat->rules[i].sigs[k].regex);
   } else if (!strcmp(sub, "check")) {
     size_t fails = 0, warns = 0, samples = 0, checks = 0;
-    size_t pairs = ddx_prefilter_short_pairs(cat->prefilter);
-    if (pairs > DDX_PREFILTER_SIMD_PAIRS) {
-      printf("warning: the catalog's literals of 2-6 bytes need %zu distinct byte pairs (more than "
-             "%d): the short-literal pass goes a byte at a time; make literals 7+ bytes long\n",
-             pairs, DDX_PREFILTER_SIMD_PAIRS);
-      warns++;
+    /* The findings beyond the samples come from the engine, which the
+     * language server shows on a team's rule files with the same words. */
+    ddx_checks_t found;
+    if (ddx_catalog_check(cat, strict, &found)) {
+      ddx_checks_free(&found);
+      ddx_catalog_free(cat);
+      fprintf(stderr, "ddx: out of memory\n");
+      return 2;
     }
-    for (size_t i = 0; i < cat->nrules; i++) {
-      const ddx_rule_t *r = &cat->rules[i];
-      /* A signature is only as selective as its most frequent literal:
-       * each literal alone makes a line a candidate. */
-      for (size_t k = 0; k < r->nsigs; k++) {
-        const ddx_pattern_t *p = &r->sigs[k];
-        for (size_t l = 0; l < p->literals.n; l++) {
-          const char *lit = p->literals.v[l];
-          if (strlen(lit) < 4 || ddx_prefilter_literal_cost(lit, strlen(lit)) > 6500) {
-            cli_say(stdout,
-                    "warning: %s: %s.signatures[%zu]: literal \"%s\" is not selective: it may "
-                    "slow down scanning\n",
-                    r->file, r->id, k, lit);
-            warns++;
-          }
-        }
+    size_t next = 0; /* the next finding to print, in rule order */
+    for (size_t i = 0; i <= cat->nrules; i++) {
+      const ddx_rule_t *r = i ? &cat->rules[i - 1] : NULL;
+      for (; next < found.list.len && DDX_VEC_AT(&found.list, ddx_check_t, next).rule == r;
+           next++) {
+        const ddx_check_t *k = &DDX_VEC_AT(&found.list, ddx_check_t, next);
+        char line[2048];
+        ddx_check_format(k, true, line, sizeof line);
+        cli_say(stdout, "%s\n", line);
+        if (k->level == DDX_CHECK_FAIL)
+          fails++;
+        else
+          warns++;
       }
-      char miss[128];
+      if (!r) continue;
       checks += 1 + r->related.n;
-      if (ddx_rule_encyclopedia_missing(r, miss, sizeof miss)) {
-        cli_say(stdout, "%s: %s: %s: the encyclopedia's fields are missing: %s\n",
-                strict ? "FAIL" : "warning", r->file, r->id, miss);
-        if (strict) fails++;
-        warns += !strict;
-      }
-      for (size_t k = 0; k < r->related.n; k++)
-        if (!ddx_catalog_find(cat, r->related.v[k])) {
-          cli_say(stdout, "%s: %s: $.related[%zu]: \"%s\" is not in the catalog\n",
-                  strict ? "FAIL" : "warning", r->file, k, r->related.v[k]);
-          if (strict) fails++;
-          warns += !strict;
-        }
       for (size_t k = 0; k < r->npositive; k++) {
         char why[512];
         samples++;
@@ -556,6 +542,7 @@ static int cmd_rules(cli_t *c, int argc, char **argv) {
         }
       }
     }
+    ddx_checks_free(&found);
     printf("%zu rules, %zu samples, %zu warnings, %zu failures (JIT %s)\n", cat->nrules, samples,
            warns, fails, cat->jit ? "on" : "off");
     checks += samples;

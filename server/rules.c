@@ -9,6 +9,7 @@
 #include "ddx/layout.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <jansson.h>
 #include <pcre2.h>
 #include <stdio.h>
@@ -1217,4 +1218,86 @@ size_t ddx_rule_encyclopedia_missing(const ddx_rule_t *r, char *buf, size_t cap)
     n++;
   }
   return n;
+}
+
+/* ---------------------------------------------------------- rules check */
+
+static int check_add(ddx_checks_t *c, ddx_check_level_t level, const ddx_rule_t *r,
+                     const char *where, const char *subject, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static int check_add(ddx_checks_t *c, ddx_check_level_t level, const ddx_rule_t *r,
+                     const char *where, const char *subject, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ddx_check_t *k = ddx_vec_push(&c->list);
+  if (!k) return DDX_ENOMEM;
+  *k = (ddx_check_t){.level = level, .rule = r};
+  k->message = ddx_arena_strdup(&c->arena, msg);
+  k->where = where ? ddx_arena_strdup(&c->arena, where) : NULL;
+  k->subject = subject ? ddx_arena_strdup(&c->arena, subject) : NULL;
+  if (!k->message || (where && !k->where) || (subject && !k->subject)) return DDX_ENOMEM;
+  return 0;
+}
+
+/* A signature is only as selective as its most frequent literal: each
+ * literal alone makes a line a candidate. */
+static int check_literals(const ddx_rule_t *r, ddx_checks_t *out) {
+  for (size_t k = 0; k < r->nsigs; k++)
+    for (size_t l = 0; l < r->sigs[k].literals.n; l++) {
+      const char *lit = r->sigs[k].literals.v[l];
+      if (strlen(lit) >= 4 && ddx_prefilter_literal_cost(lit, strlen(lit)) <= 6500) continue;
+      char where[300];
+      snprintf(where, sizeof where, "%s.signatures[%zu]", r->id, k);
+      int rc = check_add(out, DDX_CHECK_WARNING, r, where, lit,
+                         "literal \"%s\" is not selective: it may slow down scanning", lit);
+      if (rc) return rc;
+    }
+  return 0;
+}
+
+static int check_rule(const ddx_catalog_t *cat, const ddx_rule_t *r, bool strict,
+                      ddx_checks_t *out) {
+  ddx_check_level_t level = strict ? DDX_CHECK_FAIL : DDX_CHECK_WARNING;
+  int rc = check_literals(r, out);
+  char miss[128];
+  if (!rc && ddx_rule_encyclopedia_missing(r, miss, sizeof miss))
+    rc = check_add(out, level, r, r->id, r->id, "the encyclopedia's fields are missing: %s", miss);
+  for (size_t k = 0; !rc && k < r->related.n; k++)
+    if (!ddx_catalog_find(cat, r->related.v[k])) {
+      char where[64];
+      snprintf(where, sizeof where, "$.related[%zu]", k);
+      rc = check_add(out, level, r, where, r->related.v[k], "\"%s\" is not in the catalog",
+                     r->related.v[k]);
+    }
+  return rc;
+}
+
+int ddx_catalog_check(const ddx_catalog_t *cat, bool strict, ddx_checks_t *out) {
+  ddx_arena_init(&out->arena);
+  ddx_vec_init(&out->list, sizeof(ddx_check_t));
+  int rc = 0;
+  size_t pairs = ddx_prefilter_short_pairs(cat->prefilter);
+  if (pairs > DDX_PREFILTER_SIMD_PAIRS)
+    rc = check_add(out, DDX_CHECK_WARNING, NULL, NULL, NULL,
+                   "the catalog's literals of 2-6 bytes need %zu distinct byte pairs (more than "
+                   "%d): the short-literal pass goes a byte at a time; make literals 7+ bytes long",
+                   pairs, DDX_PREFILTER_SIMD_PAIRS);
+  for (size_t i = 0; !rc && i < cat->nrules; i++)
+    rc = check_rule(cat, &cat->rules[i], strict, out);
+  return rc;
+}
+
+void ddx_checks_free(ddx_checks_t *c) {
+  ddx_vec_free(&c->list);
+  ddx_arena_free(&c->arena);
+}
+
+void ddx_check_format(const ddx_check_t *c, bool with_file, char *buf, size_t cap) {
+  bool file = with_file && c->rule;
+  snprintf(buf, cap, "%s%s%s%s%s%s", with_file ? (c->level ? "FAIL: " : "warning: ") : "",
+           file ? c->rule->file : "", file ? ": " : "", c->where ? c->where : "",
+           c->where ? ": " : "", c->message);
 }

@@ -266,6 +266,7 @@ struct ddx_lsp_server {
   ddx_lsp_logfacts_t log_facts; /* from the last diagnosed log (ds_json unused) */
   char log_facts_from[256];     /* its name */
   ddx_lsp_catalog_t *cat;
+  json_t *rule_check_uris; /* the team rule files with rules-check diagnostics (lsp_diag.c) */
   ddx_lsp_doc_t *docs;
   ddx_lsp_job_t *jobs;
   /* the workspace config index of code actions (lsp_actions.c), or NULL */

@@ -250,4 +250,31 @@ const char *ddx_role_name(int r);
  * check` requires them on the built-in catalog. */
 size_t ddx_rule_encyclopedia_missing(const ddx_rule_t *r, char *buf, size_t cap);
 
+/* What `ddx rules check` says of a loaded catalog beyond its samples, one
+ * finding each, so that the CLI and the language server (diagnostics on a
+ * team's rule files) say the same: literals that are not selective, too
+ * many short literals for the SIMD pass, missing encyclopedia fields and
+ * `related` ids not in the catalog. Those last two fail with strict (the
+ * built-in catalog, --strict), else warn. In catalog order (rule index),
+ * the catalog-wide finding first. */
+typedef enum { DDX_CHECK_WARNING = 0, DDX_CHECK_FAIL = 1 } ddx_check_level_t;
+typedef struct ddx_check {
+  ddx_check_level_t level;
+  const ddx_rule_t *rule; /* NULL: the catalog as a whole */
+  const char *where;      /* "ds.x.signatures[0]", "$.related[1]", the rule's id; NULL */
+  const char *subject;    /* the JSON string it is about (a literal, a related
+                             id, the rule's id), to place it in the file; NULL */
+  const char *message;
+} ddx_check_t;
+typedef struct ddx_checks {
+  ddx_arena_t arena; /* owns the strings */
+  ddx_vec_t list;    /* ddx_check_t */
+} ddx_checks_t;
+/* Fills *out (ddx_checks_free it, also on error); 0 or DDX_ENOMEM. */
+int ddx_catalog_check(const ddx_catalog_t *cat, bool strict, ddx_checks_t *out);
+void ddx_checks_free(ddx_checks_t *c);
+/* "warning: FILE: WHERE: MESSAGE" as ddx rules check prints it; without
+ * the level and the file (with_file false) for a diagnostic on that file. */
+void ddx_check_format(const ddx_check_t *c, bool with_file, char *buf, size_t cap);
+
 #endif

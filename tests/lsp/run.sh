@@ -16,7 +16,7 @@ fi
 # every test has a time limit and the whole run a hard one.
 DDX="$ddx" timeout -k 10 1200 node --test --test-reporter=spec --test-timeout=240000 \
   --test-concurrency="${DDX_LSP_JOBS:-2}" \
-  protocol.test.js documents.test.js features.test.js config.test.js oom_fixes.test.js hostile_config.test.js hostile.test.js abuse.test.js valgrind.test.js
+  protocol.test.js documents.test.js features.test.js config.test.js oom_fixes.test.js hostile_config.test.js hostile.test.js abuse.test.js valgrind.test.js rules_check.test.js
 node_rc=$?
 "$here/nvim_diag.sh" "$ddx" 2>&1 | grep -v '^#   [{/]'
 nvim_rc=${PIPESTATUS[0]}

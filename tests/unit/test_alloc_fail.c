@@ -1,4 +1,4 @@
-/* Every allocation of the rule loader and of ddx_diagnose made to fail,
+/* Every allocation of the rule loader, of ddx_diagnose and of ddx_catalog_check made to fail,
  * one at a time: each call either succeeds or returns out of memory,
  * never crashes, and (under ASan's leak checker, make test-asan) frees
  * everything it took. The engine's malloc, calloc and realloc calls, and
@@ -180,6 +180,30 @@ static void test_hang(const ddx_catalog_t *cat) {
   ddx_scan_free(&scan);
 }
 
+/* ddx rules check's findings (the built-in catalog has warnings: literals
+ * that are not selective) with each allocation failing. */
+static void test_check(const ddx_catalog_t *cat) {
+  ddx_checks_t c;
+  arm(0);
+  CHECK_EQ_INT(ddx_catalog_check(cat, true, &c), 0);
+  unsigned long n = calls_;
+  CHECK(c.list.len > 0);
+  ddx_checks_free(&c);
+  unsigned long refused = 0;
+  for (unsigned long k = 1; k <= n; k++) {
+    arm(k);
+    int rc = ddx_catalog_check(cat, true, &c);
+    arm(0);
+    if (rc) {
+      CHECK_EQ_INT(rc, DDX_ENOMEM);
+      refused++;
+    }
+    ddx_checks_free(&c);
+  }
+  CHECK(refused > 0);
+  printf("rules check: %lu allocations, %lu failures refused cleanly\n", n, refused);
+}
+
 /* The same on a whole log. */
 static void test_diagnose(const ddx_catalog_t *cat, const char *log) {
   ddx_scan_t scan;
@@ -213,6 +237,7 @@ int main(void) {
     test_diagnose(cat, logs[i]);
   test_samples(cat);
   test_hang(cat);
+  test_check(cat);
   ddx_catalog_free(cat);
   CHECK_DONE();
 }
