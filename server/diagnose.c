@@ -1557,6 +1557,25 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
              e->rank);
 }
 
+/* mp.spawn's parent prints "-- Process N terminated with the following
+ * error:" right before the child's traceback, so N (the spawn index, the
+ * local rank) is the cause's when the nearest such line before it, on the
+ * same host / srun task of the same input, is within a traceback's reach;
+ * -1 when there is none. */
+static int32_t spawn_local(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data, *best = NULL, *c = p->hit;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->input != c->input || h->line >= c->line || h->line + 400 < c->line ||
+        strcmp(h->meta.host, c->meta.host) || h->meta.rank != c->meta.rank || !h->text ||
+        !strstr(h->text, "terminated with the following error") || !ddx_hit_fact(h, "local_rank") ||
+        (best && best->line > h->line))
+      continue;
+    best = h;
+  }
+  return best ? parse_int(ddx_hit_fact(best, "local_rank")) : -1;
+}
+
 /* 4b. One resolver for the primary's initiating rank: every piece of
  * evidence with its weight and source (the cause line's prefix and
  * captures, the layout, launcher pids and tables, the only rank that
@@ -1572,6 +1591,7 @@ static void resolve_rank(build_t *b) {
   const ddx_layout_t *l = b->s->layout;
   rank_frame_t f = {
       .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
+  if (f.local < 0 && p->role == DDX_ROLE_CAUSE) f.local = p->local_rank = spawn_local(b, p);
   double w0 = 0;
   const char *src0 = p->rank >= 0 ? placed_source(p, &w0) : NULL;
   /* srun --label's id on a torchrun job (its agent's lines, [defaultN]
@@ -1636,6 +1656,13 @@ static void resolve_rank(build_t *b) {
     bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
     add_evidence(&ev, &f, "launcher-first-failure", cr, 0.6, pair_ok);
   }
+  /* srun's first failed task, on the cause's host, when srun's tasks are
+   * ranks (not one per node under torchrun / mp.spawn) */
+  if (l->srun_failed_task >= 0 &&
+      !(l->dialects &
+        (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC | DDX_DIALECT_SRUN_NODE)) &&
+      !per_node_agent && (!f.host[0] || !strcmp(f.host, l->srun_failed_host)))
+    add_evidence(&ev, &f, "launcher-first-failure", l->srun_failed_task, 0.6, true);
   /* a launcher's table entry under "Root Cause (first observed failure)" */
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {

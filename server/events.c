@@ -106,10 +106,11 @@ static json_t *header_json(const ddx_scan_t *s) {
   }
   json_t *layout =
       ok && hosts && pids
-          ? json_pack("{s:O,s:i,s:i,s:o,s:i,s:i,s:i,s:O,s:I}", "hosts", hosts, "world_size",
+          ? json_pack("{s:O,s:i,s:i,s:o,s:i,s:i,s:i,s:O,s:I,s:[o,i]}", "hosts", hosts, "world_size",
                       l->world_size, "nnodes", l->nnodes, "first_host", jhost(l->first_host),
                       "seen_hosts", l->seen_hosts, "max_global", l->max_global, "max_local",
-                      l->max_local, "pids", pids, "dialects", (json_int_t)l->dialects)
+                      l->max_local, "pids", pids, "dialects", (json_int_t)l->dialects,
+                      "srun_failed", jhost(l->srun_failed_host), l->srun_failed_task)
           : NULL;
   json_t *head = ok && inputs && layout && counts && progress
                      ? json_pack("{s:i,s:O,s:O,s:O,s:O}", "ddx_events", EVENTS_VERSION, "inputs",
@@ -512,6 +513,17 @@ static int read_layout(rd_t *r, const json_t *o, ddx_error_t *err) {
   layout_int(r, o, "max_local", -1, DDX_EVENTS_MAX_RANK, &ml);
   ddx_layout_note_ranks(l, (int32_t)mg, (int32_t)ml);
   if (layout_int(r, o, "dialects", 0, UINT32_MAX, &v)) l->dialects |= (uint32_t)v;
+  /* srun's first failed task (absent from older files) */
+  const json_t *sf = json_object_get(o, "srun_failed");
+  char sfh[DDX_HOST_MAX];
+  int32_t sft;
+  if (sf && json_is_array(sf) && json_array_size(sf) == 2 &&
+      get_rank(r, json_array_get(sf, 1), "layout.srun_failed task", &sft) && sft >= 0 &&
+      get_host(r, json_array_get(sf, 0), "layout.srun_failed host", sfh) &&
+      l->srun_failed_task < 0) {
+    l->srun_failed_task = sft;
+    memcpy(l->srun_failed_host, sfh, sizeof sfh);
+  }
 
   const json_t *p;
   json_array_foreach(pids, i, p) {

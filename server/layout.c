@@ -7,8 +7,9 @@
 #include <string.h>
 
 const char *const ddx_layout_literals[] = {
-    "WORLD INFO DICT", "global_rank_mapping", "num_local_procs=", "dist_world_size=",
-    "global_ranks=",   "group_world_size=",   "--world_info=",    "spawned with command"};
+    "WORLD INFO DICT",  "global_rank_mapping",  "num_local_procs=",
+    "dist_world_size=", "global_ranks=",        "group_world_size=",
+    "--world_info=",    "spawned with command", "srun: error: "};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -26,6 +27,7 @@ void ddx_layout_init(ddx_layout_t *l) {
   l->nnodes = -1;
   l->max_global = -1;
   l->max_local = -1;
+  l->srun_failed_task = -1;
 }
 
 static ddx_layout_host_t *host_slot(ddx_layout_t *l, const char *name, size_t n) {
@@ -199,6 +201,26 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
       h->base = (int32_t)first;
       h->nlocal = count + 1;
       h->learned = 0;
+    }
+  }
+  /* srun reports each task as it ends: "srun: error: node-3: task 25: Exited
+   * with exit code 1"; the first that failed on its own (a non-zero exit
+   * or a crash signal, not the "Terminated" srun sent the rest) */
+  if (l->srun_failed_task < 0 && (p = find(t, len, "srun: error: "))) {
+    const char *h = p + 13, *c = memchr(h, ':', (size_t)(end - h));
+    char *e = NULL;
+    long task = c && end - c > 7 && !memcmp(c, ": task ", 7) ? strtol(c + 7, &e, 10) : -1;
+    const char *msg = e && e > c + 7 && end - e > 2 && !memcmp(e, ": ", 2) ? e + 2 : NULL;
+    size_t ml = msg ? (size_t)(end - msg) : 0;
+    bool failed =
+        msg &&
+        ((ml > 22 && !memcmp(msg, "Exited with exit code ", 22) && msg[22] != '0') ||
+         (ml >= 18 && !memcmp(msg, "Segmentation fault", 18)) ||
+         (ml >= 7 && !memcmp(msg, "Aborted", 7)) || (ml >= 9 && !memcmp(msg, "Bus error", 9)));
+    if (failed && task >= 0 && task <= DDX_LAYOUT_RANK_MAX && (size_t)(c - h) < DDX_HOST_MAX) {
+      memcpy(l->srun_failed_host, h, (size_t)(c - h));
+      l->srun_failed_host[c - h] = 0;
+      l->srun_failed_task = (int32_t)task;
     }
   }
   long gwss = number_after(t, len, "global_world_sizes=[");
@@ -381,6 +403,10 @@ void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src) {
     }
     if (h->base >= 0) d->base = h->base, d->learned = h->learned;
     if (h->nlocal >= 0) d->nlocal = h->nlocal;
+  }
+  if (dst->srun_failed_task < 0 && src->srun_failed_task >= 0) {
+    dst->srun_failed_task = src->srun_failed_task;
+    memcpy(dst->srun_failed_host, src->srun_failed_host, sizeof dst->srun_failed_host);
   }
   if (src->world_size >= 0) dst->world_size = src->world_size;
   if (src->nnodes >= 0) dst->nnodes = src->nnodes;

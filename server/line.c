@@ -1130,29 +1130,33 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
   st.srun_task = -1;
   st.inner_rank = -1;
   unsigned had_tee = meta->dialects & DDX_DIALECT_TORCHRUN_TEE;
+  /* Slurm's %t file (slurm-<job>-3.out, layout.c) gives its lines srun's id */
+  int64_t file_task = (meta->dialects & DDX_DIALECT_SRUN) ? meta->rank : -1;
   for (;;) {
     size_t k = line_try_prefix(buf + pos, n - pos, &st);
     if (k == 0) break;
     pos += k;
   }
+  int64_t task = st.srun_task >= 0 ? st.srun_task : file_task;
   /* srun -l over torchrun ("3: [default1]:"): srun runs one task per node,
    * so its id names the node, not the global rank; the node becomes the
    * line's host ("srun-task-3") and the global rank comes from the layout */
-  if (st.srun_task >= 0 && !had_tee && (meta->dialects & DDX_DIALECT_TORCHRUN_TEE) &&
-      meta->rank == (int32_t)st.srun_task) {
+  if (task >= 0 && !had_tee && (meta->dialects & DDX_DIALECT_TORCHRUN_TEE) &&
+      meta->rank == (int32_t)task) {
     meta->rank = -1;
-    if (!meta->host[0])
-      snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+    if (!meta->host[0]) snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)task);
     meta->dialects |= DDX_DIALECT_SRUN_NODE;
   }
   /* "3: [rank27]:" (srun -l over mp.spawn or torchrun, torch >= 2.3): the
    * process's own rank prefix disagrees with srun's id, which then names
    * the node's task */
-  if (st.srun_task >= 0 && meta->rank == (int32_t)st.srun_task && st.inner_rank >= 0 &&
-      st.inner_rank != st.srun_task) {
+  if (task >= 0 && meta->rank == (int32_t)task && st.inner_rank >= 0 && st.inner_rank != task) {
     meta->rank = (int32_t)st.inner_rank;
-    if (!meta->host[0])
-      snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+    if (!meta->host[0]) snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)task);
+    meta->dialects |= DDX_DIALECT_SRUN_NODE;
+  } else if (st.srun_task < 0 && file_task >= 0 && meta->rank >= 0 && meta->rank != file_task &&
+             !meta->host[0]) { /* the same in a %t file: its [rank27]: replaced the file's id */
+    snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)file_task);
     meta->dialects |= DDX_DIALECT_SRUN_NODE;
   }
 
@@ -1165,13 +1169,11 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
     int named = line_num(buf, n, &i, 1, 7, &r) && line_lit(buf, n, i, "]");
     if (named && meta->rank < 0) {
       meta->rank = (int32_t)r;
-    } else if (named && st.srun_task >= 0 && meta->rank == (int32_t)st.srun_task &&
-               r != st.srun_task) {
+    } else if (named && task >= 0 && meta->rank == (int32_t)task && r != task) {
       /* srun -l's id is not the rank this process names: srun runs one
        * task per node (torchrun, mp.spawn under it), the id names the node */
       meta->rank = (int32_t)r;
-      if (!meta->host[0])
-        snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)st.srun_task);
+      if (!meta->host[0]) snprintf(meta->host, DDX_HOST_MAX, "srun-task-%lld", (long long)task);
       meta->dialects |= DDX_DIALECT_SRUN_NODE;
     }
   }

@@ -31,7 +31,7 @@ typedef struct ddx_collateral {
 
 /* One piece of evidence for the initiating rank: where it comes from
  * ("prefix", "capture", "layout", "launcher-pid", "launcher-table",
- * "events", "traceback", "complement", "launcher-root-cause",
+ * "events", "traceback", "node+local", "complement", "launcher-root-cause",
  * "launcher-local", "launcher-first-failure",
  * "inference"), the rank it names and how much it weighs (0..1). */
 typedef struct ddx_rank_evidence {

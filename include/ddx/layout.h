@@ -49,13 +49,16 @@ typedef struct ddx_layout {
   uint32_t dialects;                          /* DDX_DIALECT_* bits of any line (a
                                                  torchrun job prints [defaultN] or
                                                  its agent's lines somewhere) */
+  char srun_failed_host[DDX_HOST_MAX];        /* srun's first failed task: "srun: error: */
+  int32_t srun_failed_task;                   /* HOST: task N: Exited with exit code 1" (or a
+                                                 signal); -1 none */
   ddx_layout_pid_t pids[DDX_LAYOUT_MAX_PIDS]; /* launch.py "process N spawned ... --local_rank=K" */
   size_t npids;
 } ddx_layout_t;
 
 /* The literals of the lines ddx_layout_parse understands. */
 extern const char *const ddx_layout_literals[];
-#define DDX_LAYOUT_NLITERALS 8
+#define DDX_LAYOUT_NLITERALS 9
 
 void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */

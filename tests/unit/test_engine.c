@@ -71,6 +71,10 @@ static ddx_catalog_t *make_catalog(void) {
   write_rule("t.wrap", "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
                        "\"signatures\": [{\"regex\": \"failed \\\\(exitcode: 1\\\\) local_rank: "
                        "(?<local_rank>\\\\d+)\", \"literals\": [\"exitcode: 1\"]}]");
+  write_rule("t.spawn",
+             "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+             "\"signatures\": [{\"regex\": \"-- Process (?<local_rank>\\\\d+) terminated with the "
+             "following error:\", \"literals\": [\"terminated with the following error\"]}]");
   write_rule("t.hang",
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
@@ -438,6 +442,25 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
       "0: [default7]:[Rank 7] Watchdog caught x\n5: [default4]:ValueError: boom\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 20);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
+  done(&r);
+  /* mp.spawn's parent names the child before its traceback: local rank 2
+   * of worker-1 (4-7) is rank 6 */
+  run(&r, cat,
+      "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {'worker-0': [0, "
+      "1, 2, 3], 'worker-1': [0, 1, 2, 3]}\nworker-1: -- Process 2 terminated with the following "
+      "error:\nworker-1: Traceback (most recent call last):\nworker-1:   File \"/w/a.py\", line "
+      "1, in f\nworker-1: ValueError: boom\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
+  done(&r);
+  /* srun's tasks are ranks: the first that failed on its own (exit code
+   * 1; the rest were Terminated) on the cause's host */
+  run(&r, cat,
+      "node-3: ValueError: boom\nsrun: error: node-3: task 25: Exited with exit code 1\n"
+      "srun: error: node-3: tasks 24,26-31: Terminated\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 25);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "first observed"));
   done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
