@@ -19,6 +19,7 @@
 #include "ddx/events.h"
 #include "ddx/file.h"
 #include "ddx/hub.h"
+#include "ddx/jsonpos.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/memory.h"
@@ -618,16 +619,6 @@ static bool cc_count(const char *s, double *out) {
   return true;
 }
 
-static void cc_linecol(const char *t, size_t len, size_t off, size_t *line, size_t *col) {
-  *line = 1, *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
-    if (t[i] == '\n' || (t[i] == '\r' && (i + 1 >= len || t[i + 1] != '\n')))
-      ++*line, *col = 1;
-    else if (t[i] != '\r' && ((unsigned char)t[i] & 0xC0) != 0x80)
-      ++*col;
-  }
-}
-
 /* A positive integer option value (--tp 8). */
 static bool cc_int(const char *s, int64_t *out) {
   char *e;
@@ -810,8 +801,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l0, c0, l1, c1;
-      cc_linecol(text, len, x->start, &l0, &c0);
-      cc_linecol(text, len, x->end, &l1, &c1);
+      ddx_text_line_col(text, len, x->start, &l0, &c0);
+      ddx_text_line_col(text, len, x->end, &l1, &c1);
       json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "line",
                             (json_int_t)l0, "column", (json_int_t)c0, "end_line", (json_int_t)l1,
                             "end_column", (json_int_t)c1, "start", (json_int_t)x->start, "end",
@@ -848,7 +839,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l, col;
-      cc_linecol(text, len, x->start, &l, &col);
+      ddx_text_line_col(text, len, x->start, &l, &col);
       cli_say(stdout, "%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message,
               x->code);
     }
