@@ -27,8 +27,8 @@
 #include "ddx/rules.h"
 #include "ddx/scan.h"
 #include "ddx/split.h"
+#include "ddx/version.h"
 
-#define DDX_VERSION "0.1.0"
 #define MAX_RULE_DIRS 32
 
 static const char *const usage_text =
