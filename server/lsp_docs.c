@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "ddx/dsconfig.h"
+#include "ddx/file.h"
 
 /* ------------------------------------------------------------------ texts */
 
@@ -495,9 +496,7 @@ static bool lsp_ends_with(const char *s, const char *suffix) {
 /* The kind a file name decides (a .log is a log whatever languageId a
  * one-language client such as eglot sends), or -1. */
 static int lsp_kind_by_name(const char *base) {
-  if (lsp_ends_with(base, ".log") || lsp_ends_with(base, ".out") || lsp_ends_with(base, ".err") ||
-      !strncmp(base, "slurm-", 6))
-    return DDX_LSP_DOC_LOG;
+  if (ddx_is_log_name(base, true)) return DDX_LSP_DOC_LOG;
   if (lsp_ends_with(base, ".json") || lsp_ends_with(base, ".jsonc")) return DDX_LSP_DOC_JSON;
   return -1;
 }
