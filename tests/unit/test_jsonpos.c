@@ -211,7 +211,7 @@ static void test_tolerant(void) {
   /* the scan goes through comments and stops where the text breaks */
   const char *t = "{ # c\n \"a\": {\"b\": [1, \"]\"]}, // d\n \"e\": \"open\n}";
   ddx_jp_scan_t s = {t, strlen(t), 0};
-  size_t a, b;
+  size_t a = 0, b = 0;
   CHECK(ddx_jp_scan_ws(&s) && t[s.pos] == '{');
   s.pos++;
   CHECK(ddx_jp_scan_ws(&s) && ddx_jp_scan_string(&s, &a, &b));
