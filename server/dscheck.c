@@ -1,10 +1,9 @@
 /* dscheck.c - DeepSpeed config checks (see ddx/dscheck.h).
  *
- * The reader: DeepSpeed reads ds_config.json with hjson, so comments (#,
- * //, block comments) and trailing commas are accepted here, unlike the
- * quick-fix planner (ddx/dsconfig.h), which refuses them because an edit
- * could not promise to keep them. Everything else must be JSON; the reader
- * never looks past len and its depth is bounded.
+ * The reader: DeepSpeed reads ds_config.json with hjson, so the text is
+ * read in ddx/jsonpos.h's lenient mode (comments and trailing commas
+ * accepted), unlike the quick-fix planner (ddx/dsconfig.h), which reads
+ * strictly because an edit could not promise to keep them.
  *
  * The schema: jansson's tree of rules/ds_config.schema.json, only read
  * after loading (json_object_get takes no references), so one schema can be
@@ -24,10 +23,10 @@
 #include "ddx/dscheck.h"
 
 #include "ddx/dsconfig.h"
+#include "ddx/jsonpos.h"
 
 #include "ddx/file.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -36,7 +35,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define DK_MAX_DEPTH 64
 #define DK_MAX_PATH 512
 
 struct ddx_dscheck {
@@ -46,196 +44,16 @@ struct ddx_dscheck {
 
 /* ------------------------------------------------------------------ reader */
 
-typedef enum { DK_OBJ, DK_ARR, DK_STR, DK_NUM, DK_TRUE, DK_FALSE, DK_NULL } dk_kind_t;
-
-typedef struct dk_node dk_node_t;
-struct dk_node {
-  dk_kind_t kind;
-  size_t start, end;   /* the value's bytes */
-  size_t kstart, kend; /* the key with its quotes (members only) */
-  const char *key, *str;
-  size_t klen, slen;
-  double num;
-  dk_node_t *first, *next, *parent;
-};
-
-typedef struct dk_reader {
-  const char *s;
-  size_t len, pos;
-  ddx_arena_t *arena;
-  ddx_error_t *err;
-  size_t *err_off;
-} dk_reader_t;
-
-static int dk_fail(dk_reader_t *r, size_t pos, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int dk_fail(dk_reader_t *r, size_t pos, const char *fmt, ...) {
-  char what[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < pos && i < r->len; i++) {
-    if (r->s[i] == '\n')
-      line++, col = 1;
-    else if (((unsigned char)r->s[i] & 0xC0) != 0x80)
-      col++;
-  }
-  *r->err_off = pos;
-  return ddx_error_set(r->err, DDX_EINVAL, "line %zu, column %zu: %s", line, col, what);
-}
-
-static int dk_ws(dk_reader_t *r) {
-  while (r->pos < r->len) {
-    char c = r->s[r->pos];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      r->pos++;
-    } else if (c == '#' || (c == '/' && r->pos + 1 < r->len && r->s[r->pos + 1] == '/')) {
-      while (r->pos < r->len && r->s[r->pos] != '\n')
-        r->pos++;
-    } else if (c == '/' && r->pos + 1 < r->len && r->s[r->pos + 1] == '*') {
-      size_t at = r->pos;
-      r->pos += 2;
-      while (r->pos + 1 < r->len && !(r->s[r->pos] == '*' && r->s[r->pos + 1] == '/'))
-        r->pos++;
-      if (r->pos + 1 >= r->len) return dk_fail(r, at, "unterminated comment");
-      r->pos += 2;
-    } else {
-      break;
-    }
-  }
-  return 0;
-}
-
-/* The string at r->pos (its quote), decoded into the arena. Lenient
- * (ddx_json_string_check): a config is read to be checked, not edited. */
-static int dk_string(dk_reader_t *r, const char **out, size_t *out_len) {
-  size_t open = r->pos, close, at;
-  switch (ddx_json_string_check(r->s, r->len, open + 1, false, &close, &at)) {
-  case DDX_JSTR_OK:
-    break;
-  case DDX_JSTR_CONTROL:
-    return dk_fail(r, at, "control character in a string");
-  case DDX_JSTR_ESCAPE:
-    return dk_fail(r, at, "bad escape \\%c", r->s[at + 1]);
-  case DDX_JSTR_BAD_U:
-    return dk_fail(r, at, "bad \\u escape");
-  default:
-    return dk_fail(r, open, "unterminated string");
-  }
-  char *d = ddx_arena_alloc(r->arena, close - open + 1);
-  if (!d) return ddx_error_set(r->err, DDX_ENOMEM, "out of memory");
-  *out_len = ddx_json_string_decode(r->s, open + 1, close, d);
-  *out = d;
-  r->pos = close + 1;
-  return 0;
-}
-
-static int dk_value(dk_reader_t *r, dk_node_t *n, int depth);
-
-static int dk_container(dk_reader_t *r, dk_node_t *n, int depth, bool object) {
-  char close = object ? '}' : ']';
-  r->pos++;
-  dk_node_t *last = NULL;
-  for (;;) {
-    int rc = dk_ws(r);
-    if (rc) return rc;
-    if (r->pos >= r->len)
-      return dk_fail(r, n->start, "unterminated %s", object ? "object" : "array");
-    if (r->s[r->pos] == close) { /* empty, or after a trailing comma (hjson) */
-      r->pos++;
-      n->end = r->pos;
-      return 0;
-    }
-    dk_node_t *c = ddx_arena_alloc(r->arena, sizeof *c);
-    if (!c) return ddx_error_set(r->err, DDX_ENOMEM, "out of memory");
-    c->parent = n;
-    if (object) {
-      if (r->s[r->pos] != '"') return dk_fail(r, r->pos, "expected a key in double quotes");
-      c->kstart = r->pos;
-      if ((rc = dk_string(r, &c->key, &c->klen))) return rc;
-      c->kend = r->pos;
-      if ((rc = dk_ws(r))) return rc;
-      if (r->pos >= r->len || r->s[r->pos] != ':')
-        return dk_fail(r, r->pos, "expected ':' after the key");
-      r->pos++;
-      if ((rc = dk_ws(r))) return rc;
-    }
-    if ((rc = dk_value(r, c, depth + 1))) return rc;
-    if (last)
-      last->next = c;
-    else
-      n->first = c;
-    last = c;
-    if ((rc = dk_ws(r))) return rc;
-    if (r->pos < r->len && r->s[r->pos] == ',') {
-      r->pos++;
-      continue;
-    }
-    if (r->pos < r->len && r->s[r->pos] == close) continue;
-    return dk_fail(r, r->pos, "expected ',' or '%c'", close);
-  }
-}
-
-static int dk_value(dk_reader_t *r, dk_node_t *n, int depth) {
-  if (depth > DK_MAX_DEPTH) return dk_fail(r, r->pos, "nested too deeply");
-  if (r->pos >= r->len) return dk_fail(r, r->pos, "expected a value");
-  n->start = r->pos;
-  char c = r->s[r->pos];
-  if (c == '{' || c == '[') {
-    n->kind = c == '{' ? DK_OBJ : DK_ARR;
-    return dk_container(r, n, depth, c == '{');
-  }
-  if (c == '"') {
-    n->kind = DK_STR;
-    int rc = dk_string(r, &n->str, &n->slen);
-    n->end = r->pos;
-    return rc;
-  }
-  static const struct {
-    const char *lit;
-    dk_kind_t kind;
-  } words[] = {{"true", DK_TRUE}, {"false", DK_FALSE}, {"null", DK_NULL}};
-  for (size_t i = 0; i < 3; i++) {
-    size_t k = strlen(words[i].lit);
-    if (r->len - r->pos >= k && !memcmp(r->s + r->pos, words[i].lit, k)) {
-      n->kind = words[i].kind;
-      r->pos += k;
-      n->end = r->pos;
-      return 0;
-    }
-  }
-  if (c == '-' || (c >= '0' && c <= '9')) {
-    size_t e = r->pos;
-    char buf[64];
-    while (e < r->len && strchr("+-0123456789.eE", r->s[e]))
-      e++;
-    if (e - r->pos >= sizeof buf) return dk_fail(r, r->pos, "number too long");
-    memcpy(buf, r->s + r->pos, e - r->pos);
-    buf[e - r->pos] = 0;
-    char *endp;
-    errno = 0;
-    double v = strtod(buf, &endp);
-    if (*endp || endp == buf) return dk_fail(r, r->pos, "malformed number");
-    n->kind = DK_NUM;
-    n->num = v;
-    r->pos = e;
-    n->end = e;
-    return 0;
-  }
-  return dk_fail(r, r->pos, "unexpected character '%c'", c);
-}
+typedef ddx_jp_node_t dk_node_t; /* read leniently, with its bytes (ddx/jsonpos.h) */
 
 /* A member by key, walking the list: for the fixed set of keys the checks
  * read. Lookups made once per member of an object go through its
  * dk_index_t instead, so that a document's cost stays n log n. */
 static const dk_node_t *dk_member(const dk_node_t *obj, const char *key) {
-  if (!obj || obj->kind != DK_OBJ) return NULL;
+  if (!obj || obj->kind != DDX_JP_OBJECT) return NULL;
   size_t k = strlen(key);
   for (const dk_node_t *c = obj->first; c; c = c->next)
-    if (c->klen == k && !memcmp(c->key, key, k)) return c;
+    if (c->key_len == k && !memcmp(c->key, key, k)) return c;
   return NULL;
 }
 
@@ -261,7 +79,7 @@ static int dk_key_cmp(const char *a, size_t na, const char *b, size_t nb) {
 
 static int dk_ref_cmp(const void *x, const void *y) {
   const dk_ref_t *a = x, *b = y;
-  int c = dk_key_cmp(a->m->key, a->m->klen, b->m->key, b->m->klen);
+  int c = dk_key_cmp(a->m->key, a->m->key_len, b->m->key, b->m->key_len);
   if (c) return c;
   return a->pos < b->pos ? -1 : a->pos > b->pos ? 1 : 0;
 }
@@ -290,7 +108,7 @@ static bool dk_index_build(dk_index_t *ix, const dk_node_t *obj) {
   qsort(ix->sorted, ix->n, sizeof *ix->sorted, dk_ref_cmp);
   for (i = 1; i < ix->n; i++) {
     const dk_node_t *a = ix->sorted[i - 1].m, *b = ix->sorted[i].m;
-    if (!dk_key_cmp(a->key, a->klen, b->key, b->klen)) ix->dup[ix->sorted[i].pos] = true;
+    if (!dk_key_cmp(a->key, a->key_len, b->key, b->key_len)) ix->dup[ix->sorted[i].pos] = true;
   }
   return true;
 }
@@ -301,27 +119,27 @@ static const dk_node_t *dk_index_find(const dk_index_t *ix, const char *key, siz
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     const dk_node_t *m = ix->sorted[mid].m;
-    if (dk_key_cmp(m->key, m->klen, key, klen) < 0)
+    if (dk_key_cmp(m->key, m->key_len, key, klen) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo < ix->n && !dk_key_cmp(ix->sorted[lo].m->key, ix->sorted[lo].m->klen, key, klen))
+  if (lo < ix->n && !dk_key_cmp(ix->sorted[lo].m->key, ix->sorted[lo].m->key_len, key, klen))
     return ix->sorted[lo].m;
   return NULL;
 }
 
 static bool dk_is_auto(const dk_node_t *n) {
-  return n && n->kind == DK_STR && n->slen == 4 && !memcmp(n->str, "auto", 4);
+  return n && n->kind == DDX_JP_STRING && n->str_len == 4 && !memcmp(n->str, "auto", 4);
 }
 
 static bool dk_is_int(const dk_node_t *n) {
-  return n && n->kind == DK_NUM && isfinite(n->num) && floor(n->num) == n->num &&
+  return n && n->kind == DDX_JP_NUMBER && isfinite(n->num) && floor(n->num) == n->num &&
          fabs(n->num) < 9.2e18;
 }
 
 static bool dk_str_is(const dk_node_t *n, const char *s) {
-  return n && n->kind == DK_STR && n->slen == strlen(s) && !strcasecmp(n->str, s);
+  return n && n->kind == DDX_JP_STRING && n->str_len == strlen(s) && !strcasecmp(n->str, s);
 }
 
 /* ------------------------------------------------------------------ schema */
@@ -549,16 +367,16 @@ static void ds_join(char *out, size_t cap, const char *parent, const char *key, 
 
 static const char *ds_kind_name(const dk_node_t *n) {
   switch (n->kind) {
-  case DK_OBJ:
+  case DDX_JP_OBJECT:
     return "an object";
-  case DK_ARR:
+  case DDX_JP_ARRAY:
     return "an array";
-  case DK_STR:
+  case DDX_JP_STRING:
     return "a string";
-  case DK_NUM:
+  case DDX_JP_NUMBER:
     return dk_is_int(n) ? "an integer" : "a number";
-  case DK_TRUE:
-  case DK_FALSE:
+  case DDX_JP_TRUE:
+  case DDX_JP_FALSE:
     return "a boolean";
   default:
     return "null";
@@ -566,30 +384,30 @@ static const char *ds_kind_name(const dk_node_t *n) {
 }
 
 static bool ds_type_ok(const char *t, const dk_node_t *n) {
-  if (!strcmp(t, "object")) return n->kind == DK_OBJ;
-  if (!strcmp(t, "array")) return n->kind == DK_ARR;
-  if (!strcmp(t, "string")) return n->kind == DK_STR;
-  if (!strcmp(t, "number")) return n->kind == DK_NUM;
+  if (!strcmp(t, "object")) return n->kind == DDX_JP_OBJECT;
+  if (!strcmp(t, "array")) return n->kind == DDX_JP_ARRAY;
+  if (!strcmp(t, "string")) return n->kind == DDX_JP_STRING;
+  if (!strcmp(t, "number")) return n->kind == DDX_JP_NUMBER;
   if (!strcmp(t, "integer")) return dk_is_int(n);
-  if (!strcmp(t, "boolean")) return n->kind == DK_TRUE || n->kind == DK_FALSE;
-  if (!strcmp(t, "null")) return n->kind == DK_NULL;
+  if (!strcmp(t, "boolean")) return n->kind == DDX_JP_TRUE || n->kind == DDX_JP_FALSE;
+  if (!strcmp(t, "null")) return n->kind == DDX_JP_NULL;
   return true;
 }
 
 static bool ds_equal(json_t *v, const dk_node_t *n) {
   switch (json_typeof(v)) {
   case JSON_STRING:
-    return n->kind == DK_STR && n->slen == json_string_length(v) &&
-           !memcmp(n->str, json_string_value(v), n->slen);
+    return n->kind == DDX_JP_STRING && n->str_len == json_string_length(v) &&
+           !memcmp(n->str, json_string_value(v), n->str_len);
   case JSON_INTEGER:
   case JSON_REAL:
-    return n->kind == DK_NUM && n->num == json_number_value(v);
+    return n->kind == DDX_JP_NUMBER && n->num == json_number_value(v);
   case JSON_TRUE:
-    return n->kind == DK_TRUE;
+    return n->kind == DDX_JP_TRUE;
   case JSON_FALSE:
-    return n->kind == DK_FALSE;
+    return n->kind == DDX_JP_FALSE;
   case JSON_NULL:
-    return n->kind == DK_NULL;
+    return n->kind == DDX_JP_NULL;
   default:
     return false;
   }
@@ -598,15 +416,15 @@ static bool ds_equal(json_t *v, const dk_node_t *n) {
 static bool ds_same_kind(json_t *v, const dk_node_t *n) {
   switch (json_typeof(v)) {
   case JSON_STRING:
-    return n->kind == DK_STR;
+    return n->kind == DDX_JP_STRING;
   case JSON_INTEGER:
   case JSON_REAL:
-    return n->kind == DK_NUM;
+    return n->kind == DDX_JP_NUMBER;
   case JSON_TRUE:
   case JSON_FALSE:
-    return n->kind == DK_TRUE || n->kind == DK_FALSE;
+    return n->kind == DDX_JP_TRUE || n->kind == DDX_JP_FALSE;
   case JSON_NULL:
-    return n->kind == DK_NULL;
+    return n->kind == DDX_JP_NULL;
   default:
     return false;
   }
@@ -654,7 +472,7 @@ static int ds_validate(const ddx_dscheck_t *s, json_t *sch, const dk_node_t *n) 
     }
     if (!ok) return kind || json_object_get(sch, "type") ? DS_BAD_ENUM : DS_BAD_TYPE;
   }
-  if (n->kind == DK_NUM) {
+  if (n->kind == DDX_JP_NUMBER) {
     json_t *mn = json_object_get(sch, "minimum"), *mx = json_object_get(sch, "maximum");
     if (json_is_number(mn) && n->num < json_number_value(mn)) return DS_BAD_RANGE;
     if (json_is_number(mx) && n->num > json_number_value(mx)) return DS_BAD_RANGE;
@@ -716,7 +534,7 @@ static void ds_expect(const ddx_dscheck_t *s, json_t *sch, ddx_sb_t *b, int dept
 }
 
 static bool ds_accepts_auto(const ddx_dscheck_t *s, json_t *sch) {
-  dk_node_t a = {.kind = DK_STR, .str = "auto", .slen = 4};
+  dk_node_t a = {.kind = DDX_JP_STRING, .str = "auto", .str_len = 4};
   return ds_validate(s, sch, &a) == DS_OK;
 }
 
@@ -756,7 +574,7 @@ static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, const dk_index_t *ix
     const char *to = json_string_value(json_object_get(ps, "x-ddx-replaced-by"));
     char *patch = NULL;
     if (to && !dk_index_find(ix, to, strlen(to))) patch = ds_rename_patch(path, m->key, to);
-    ds_add(c, m->kstart, m->kend, DDX_DSCHECK_WARNING, "ds-config.deprecated", path, patch,
+    ds_add(c, m->key_start, m->key_end, DDX_DSCHECK_WARNING, "ds-config.deprecated", path, patch,
            "`%s`: %s%s", path, dep, patch ? " (quick fix: rename it)" : "");
   }
   if (dk_is_auto(m)) {
@@ -777,9 +595,9 @@ static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, const dk_index_t *ix
     ddx_sb_init(&b);
     ds_expect(s, ps, &b, 0);
     char got[96];
-    if (m->kind == DK_STR)
+    if (m->kind == DDX_JP_STRING)
       snprintf(got, sizeof got, "\"%.60s\"", m->str);
-    else if (m->kind == DK_NUM)
+    else if (m->kind == DDX_JP_NUMBER)
       snprintf(got, sizeof got, "%.*s", (int)(m->end - m->start < 60 ? m->end - m->start : 60),
                c->text + m->start);
     else
@@ -789,15 +607,17 @@ static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, const dk_index_t *ix
                                           : "ds-config.range";
     bool is_bool = ds_expects(s, ps, "boolean");
     bool num = ds_expects(s, ps, "integer") || ds_expects(s, ps, "number");
-    bool str_bool = m->kind == DK_STR && (dk_str_is(m, "true") || dk_str_is(m, "false"));
+    bool str_bool = m->kind == DDX_JP_STRING && (dk_str_is(m, "true") || dk_str_is(m, "false"));
     char *endp = NULL;
-    bool str_num = m->kind == DK_STR && m->slen && (strtod(m->str, &endp), endp && !*endp);
+    bool str_num =
+        m->kind == DDX_JP_STRING && m->str_len && (strtod(m->str, &endp), endp && !*endp);
     if (v == DS_BAD_TYPE && in_strict && ((is_bool && str_bool) || (num && str_num))) {
       ds_add(c, m->start, m->end, DDX_DSCHECK_WARNING, code, path, NULL,
              "`%s` should be %s, not the string %s (DeepSpeed's config model converts it; write "
              "it without quotes)",
              path, b.s ? b.s : "?", got);
-    } else if (v == DS_BAD_TYPE && !in_strict && is_bool && m->kind == DK_STR && m->slen) {
+    } else if (v == DS_BAD_TYPE && !in_strict && is_bool && m->kind == DDX_JP_STRING &&
+               m->str_len) {
       ds_add(c, m->start, m->end, DDX_DSCHECK_ERROR, code, path, NULL,
              "`%s` should be %s, not the string %s: DeepSpeed uses the value as it is and any "
              "non-empty string counts as true",
@@ -809,7 +629,7 @@ static void ds_check_value(ds_ctx_t *c, const dk_node_t *m, const dk_index_t *ix
     ddx_sb_free(&b);
     return;
   }
-  if (m->kind == DK_OBJ &&
+  if (m->kind == DDX_JP_OBJECT &&
       (json_object_get(ps, "properties") || ds_strict(ps) || ds_flag(ps, "x-ddx-ignored")))
     ds_check_object(c, m, ps, path);
 }
@@ -839,21 +659,21 @@ static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, cons
   size_t pos = 0;
   for (const dk_node_t *m = obj->first; m && !c->oom; m = m->next, pos++) {
     char mp[DK_MAX_PATH];
-    ds_join(mp, sizeof mp, path, m->key, m->klen);
+    ds_join(mp, sizeof mp, path, m->key, m->key_len);
     if (ix.dup[pos]) {
-      ds_add(c, m->kstart, m->kend, DDX_DSCHECK_ERROR, "ds-config.duplicate-key", mp, NULL,
+      ds_add(c, m->key_start, m->key_end, DDX_DSCHECK_ERROR, "ds-config.duplicate-key", mp, NULL,
              "duplicate key `%s`: DeepSpeed refuses a config with duplicate keys", mp);
       continue;
     }
     char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(m->klen < 255 ? m->klen : 255), m->key);
+    snprintf(key, sizeof key, "%.*s", (int)(m->key_len < 255 ? m->key_len : 255), m->key);
     json_t *ps = ds_prop(s, sch, key);
     if (ps) {
       ds_check_value(c, m, &ix, ps, mp, strict);
       continue;
     }
     if (!strict && !ignored) continue;
-    const char *sug = ds_suggest(sch, m->key, m->klen);
+    const char *sug = ds_suggest(sch, m->key, m->key_len);
     if (sug && dk_index_find(&ix, sug, strlen(sug))) sug = NULL; /* the right key is there */
     const char *home = !*path && !sug ? ds_home_block(s, key) : NULL;
     char *patch = sug ? ds_rename_patch(mp, key, sug) : NULL;
@@ -863,12 +683,12 @@ static void ds_check_object(ds_ctx_t *c, const dk_node_t *obj, json_t *sch, cons
     else if (home)
       snprintf(hint, sizeof hint, "; `%s` belongs inside `%s`", key, home);
     if (strict)
-      ds_add(c, m->kstart, m->kend, DDX_DSCHECK_ERROR, "ds-config.unknown-key", mp, patch,
+      ds_add(c, m->key_start, m->key_end, DDX_DSCHECK_ERROR, "ds-config.unknown-key", mp, patch,
              "unknown key `%s` in `%s`: DeepSpeed refuses it (extra keys are not permitted in "
              "this block)%s",
              key, *path ? path : "the config", hint);
     else
-      ds_add(c, m->kstart, m->kend, DDX_DSCHECK_WARNING, "ds-config.ignored-key", mp, patch,
+      ds_add(c, m->key_start, m->key_end, DDX_DSCHECK_WARNING, "ds-config.ignored-key", mp, patch,
              "`%s` is not a DeepSpeed key%s%s: DeepSpeed silently ignores it%s", key,
              *path ? " of " : "", *path ? path : "", hint);
   }
@@ -881,8 +701,8 @@ static int ds_stage(const dk_node_t *root, const dk_node_t **at) {
   const dk_node_t *z = dk_member(root, "zero_optimization");
   if (at) *at = NULL;
   if (!z) return 0;
-  if (z->kind == DK_TRUE) return 1;
-  if (z->kind == DK_FALSE) return 0;
+  if (z->kind == DDX_JP_TRUE) return 1;
+  if (z->kind == DDX_JP_FALSE) return 0;
   const dk_node_t *st = dk_member(z, "stage");
   if (at) *at = st;
   if (!st) return 0;
@@ -892,7 +712,7 @@ static int ds_stage(const dk_node_t *root, const dk_node_t **at) {
 
 static bool ds_enabled(const dk_node_t *block) {
   const dk_node_t *e = dk_member(block, "enabled");
-  return e && e->kind == DK_TRUE;
+  return e && e->kind == DDX_JP_TRUE;
 }
 
 static bool ds_offloading(const dk_node_t *off) {
@@ -908,8 +728,8 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
   if (ds_enabled(fp16) && ds_enabled(bf16)) {
     const dk_node_t *e = dk_member(bf16, "enabled");
     char p[64];
-    snprintf(p, sizeof p, "%.*s.enabled", (int)bf16->klen, bf16->key);
-    ds_add(c, e->kstart, e->end, DDX_DSCHECK_ERROR, "ds-config.precision", p, NULL,
+    snprintf(p, sizeof p, "%.*s.enabled", (int)bf16->key_len, bf16->key);
+    ds_add(c, e->key_start, e->end, DDX_DSCHECK_ERROR, "ds-config.precision", p, NULL,
            "fp16.enabled and %s are both true: DeepSpeed asserts \"bfloat16 and fp16 modes cannot "
            "be simultaneously enabled\"; keep one (bf16 on Ampere or newer GPUs)",
            p);
@@ -917,18 +737,18 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
   const dk_node_t *stage_at;
   int stage = ds_stage(root, &stage_at);
   const dk_node_t *z = dk_member(root, "zero_optimization");
-  if (z && (z->kind == DK_TRUE || z->kind == DK_FALSE))
-    ds_add(c, z->kstart, z->end, DDX_DSCHECK_WARNING, "ds-config.deprecated", "zero_optimization",
-           NULL,
+  if (z && (z->kind == DDX_JP_TRUE || z->kind == DDX_JP_FALSE))
+    ds_add(c, z->key_start, z->end, DDX_DSCHECK_WARNING, "ds-config.deprecated",
+           "zero_optimization", NULL,
            "\"zero_optimization\": %s is DeepSpeed's deprecated format (it means stage %d); write "
            "{\"stage\": %d}",
-           z->kind == DK_TRUE ? "true" : "false", stage, stage);
+           z->kind == DDX_JP_TRUE ? "true" : "false", stage, stage);
   char stxt[48];
   snprintf(stxt, sizeof stxt, stage_at ? "stage is %d" : "stage defaults to %d", stage);
   /* offload_param below stage 3 */
   const dk_node_t *op = dk_member(z, "offload_param");
   if (op && stage >= 0 && stage < 3 && ds_offloading(op))
-    ds_add(c, op->kstart, op->kend, DDX_DSCHECK_ERROR, "ds-config.offload-param-stage",
+    ds_add(c, op->key_start, op->key_end, DDX_DSCHECK_ERROR, "ds-config.offload-param-stage",
            "zero_optimization.offload_param", NULL,
            "offload_param is only used at ZeRO stage 3 (%s): the parameters stay on the GPU; set "
            "\"stage\": 3, or offload the optimizer states with offload_optimizer instead",
@@ -936,8 +756,8 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
   /* partial optimizer offload below stage 3 */
   const dk_node_t *oo = dk_member(z, "offload_optimizer");
   const dk_node_t *ratio = dk_member(oo, "ratio");
-  if (ratio && ratio->kind == DK_NUM && ratio->num < 1.0 && stage >= 0 && stage < 3)
-    ds_add(c, ratio->kstart, ratio->end, DDX_DSCHECK_ERROR, "ds-config.offload-ratio-stage",
+  if (ratio && ratio->kind == DDX_JP_NUMBER && ratio->num < 1.0 && stage >= 0 && stage < 3)
+    ds_add(c, ratio->key_start, ratio->end, DDX_DSCHECK_ERROR, "ds-config.offload-ratio-stage",
            "zero_optimization.offload_optimizer.ratio", NULL,
            "offload_optimizer.ratio below 1.0 needs ZeRO stage 3 (%s): DeepSpeed asserts \"Partial "
            "offloading only supported for ZeRO Stage 3\"",
@@ -951,18 +771,18 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
   /* bf16 optimizer states need bf16 master weights; both need ZeRO */
   const dk_node_t *bos = dk_member(bf16, "bf16_optimizer_states");
   const dk_node_t *bmw = dk_member(bf16, "bf16_master_weights_and_grads");
-  if (bos && bos->kind == DK_TRUE && !(bmw && bmw->kind == DK_TRUE))
-    ds_add(c, bos->kstart, bos->end, DDX_DSCHECK_ERROR, "ds-config.precision",
+  if (bos && bos->kind == DDX_JP_TRUE && !(bmw && bmw->kind == DDX_JP_TRUE))
+    ds_add(c, bos->key_start, bos->end, DDX_DSCHECK_ERROR, "ds-config.precision",
            "bf16.bf16_optimizer_states", NULL,
            "bf16_optimizer_states requires bf16_master_weights_and_grads: true (DeepSpeed "
            "asserts)");
   const dk_node_t *mw[2] = {bmw, dk_member(fp16, "fp16_master_weights_and_grads")};
   for (int i = 0; i < 2; i++)
-    if (mw[i] && mw[i]->kind == DK_TRUE && stage == 0)
-      ds_add(c, mw[i]->kstart, mw[i]->end, DDX_DSCHECK_ERROR, "ds-config.precision",
+    if (mw[i] && mw[i]->kind == DDX_JP_TRUE && stage == 0)
+      ds_add(c, mw[i]->key_start, mw[i]->end, DDX_DSCHECK_ERROR, "ds-config.precision",
              i ? "fp16.fp16_master_weights_and_grads" : "bf16.bf16_master_weights_and_grads", NULL,
              "%.*s is only supported with ZeRO stage 1, 2 or 3 (%s; DeepSpeed asserts)",
-             (int)mw[i]->klen, mw[i]->key, stxt);
+             (int)mw[i]->key_len, mw[i]->key, stxt);
   /* the batch triple, as DeepSpeed derives and asserts it */
   int64_t n = f ? f->dp_world_size : 0;
   const dk_node_t *tbn = dk_member(root, "train_batch_size");
@@ -999,7 +819,7 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
                  (long long)(tb / (origmb * n)));
       else if (mb > 0 && ga > 0)
         snprintf(fix, sizeof fix, "; e.g. train_batch_size %lld", (long long)(mb * ga * n));
-      ds_add(c, at->kstart, at->end, DDX_DSCHECK_ERROR, "ds-config.batch",
+      ds_add(c, at->key_start, at->end, DDX_DSCHECK_ERROR, "ds-config.batch",
              tbn ? "train_batch_size" : "train_micro_batch_size_per_gpu", NULL,
              "batch sizes do not fit the data-parallel size %lld%s%s: train_batch_size %lld != "
              "micro batch %lld x gradient_accumulation_steps %lld x %lld%s (DeepSpeed asserts "
@@ -1013,7 +833,7 @@ static void ds_check_semantics(ds_ctx_t *c, const ddx_dscheck_facts_t *f) {
 /* ------------------------------------------------------------------ memory */
 
 static double ds_num_or(const dk_node_t *n, double def) {
-  return n && n->kind == DK_NUM ? n->num : def;
+  return n && n->kind == DDX_JP_NUMBER ? n->num : def;
 }
 
 static void ds_term(ddx_dscheck_memory_t *m, const char *what, const char *formula, double bytes,
@@ -1177,17 +997,8 @@ int ddx_dscheck_run(const ddx_dscheck_t *s, const char *text, size_t len,
   memset(out, 0, sizeof *out);
   ddx_arena_t arena;
   ddx_arena_init(&arena);
-  dk_reader_t r = {
-      .s = text, .len = len, .arena = &arena, .err = err, .err_off = &out->error_offset};
-  dk_node_t *root = ddx_arena_alloc(&arena, sizeof *root);
-  int rc = root ? 0 : ddx_error_set(err, DDX_ENOMEM, "out of memory");
-  if (!rc && len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) r.pos = 3;
-  if (!rc) rc = dk_ws(&r);
-  if (!rc && r.pos >= len) rc = dk_fail(&r, r.pos, "the file is empty");
-  if (!rc) rc = dk_value(&r, root, 0);
-  if (!rc) rc = dk_ws(&r);
-  if (!rc && r.pos < len) rc = dk_fail(&r, r.pos, "unexpected text after the top-level value");
-  if (!rc && root->kind != DK_OBJ) rc = dk_fail(&r, root->start, "a DeepSpeed config is an object");
+  ddx_jp_node_t *root = NULL;
+  int rc = ddx_jp_parse(text, len, DDX_JP_LENIENT, &arena, &root, &out->error_offset, err);
   if (rc) {
     ddx_arena_free(&arena);
     return rc;
@@ -1196,8 +1007,8 @@ int ddx_dscheck_run(const ddx_dscheck_t *s, const char *text, size_t len,
   const dk_node_t *z = dk_member(root, "zero_optimization");
   if (z) {
     out->has_zero = true;
-    out->zero_start = z->kstart;
-    out->zero_end = z->kend;
+    out->zero_start = z->key_start;
+    out->zero_end = z->key_end;
   }
   ds_ctx_t c = {.s = s, .text = text, .len = len, .out = out, .root = root};
   ds_check_object(&c, root, s->root, "");
@@ -1219,7 +1030,7 @@ int ddx_dscheck_run(const ddx_dscheck_t *s, const char *text, size_t len,
       for (size_t i = 0; i < m->nterms; i++)
         if (!m->terms[i].cpu)
           ddx_sb_printf(&t, "%s%s %s", t.len ? " + " : "", m->terms[i].formula, m->terms[i].what);
-      size_t a = z ? z->kstart : root->start, e = z ? z->kend : root->start + 1;
+      size_t a = z ? z->key_start : root->start, e = z ? z->key_end : root->start + 1;
       char src[320] = "";
       if (facts->gpu_from) snprintf(src, sizeof src, " (%s)", facts->gpu_from);
       ds_add(&c, a, e, DDX_DSCHECK_WARNING, "ds-config.memory", "zero_optimization", NULL,

@@ -1,13 +1,13 @@
-/* dsconfig.c - ds_config.json: a strict JSON reader that keeps byte
- * positions, style detection, and the quick-fix planner (see ddx/dsconfig.h).
+/* dsconfig.c - ds_config.json: reading it strictly with byte positions
+ * (ddx/jsonpos.h), style detection, and the quick-fix planner (see
+ * ddx/dsconfig.h).
  *
- * Why a reader of our own: jansson gives the values but not where they are,
- * and an edit must touch only the bytes it changes so that the user's
- * formatting, key order, line endings and final newline survive. jansson is
- * used for the patch JSON (it comes from our rule files) and nothing else.
+ * Why positions: jansson gives the values but not where they are, and an
+ * edit must touch only the bytes it changes so that the user's formatting,
+ * key order, line endings and final newline survive. jansson is used for
+ * the patch JSON (it comes from our rule files) and nothing else.
  *
- * The reader never looks past len (the text is copied without a NUL), its
- * recursion is bounded by DSC_MAX_DEPTH, and it refuses, with a line and
+ * The text is read in the strict mode, which refuses, with a line and
  * column, everything that is not RFC 8259 JSON: DeepSpeed reads the file with
  * hjson, which accepts comments and more, but an automatic edit of such a
  * file could not promise to keep them.
@@ -21,47 +21,19 @@
  * addressed (no DeepSpeed key does), and paths never go into arrays. */
 #include "ddx/dsconfig.h"
 
+#include "ddx/jsonpos.h"
+
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define DSC_MAX_DEPTH 64
 #define DSC_MAX_PATH 64
-#define DSC_NONE ((size_t)-1)
-#define DSC_PLAIN "ds_config.json must be plain JSON for a safe automatic edit"
 #define DSC_AUTO_OWNED "the HF Trainer sets it; change the matching TrainingArguments flag instead"
 
-typedef enum {
-  DSC_OBJECT,
-  DSC_ARRAY,
-  DSC_STRING,
-  DSC_NUMBER,
-  DSC_TRUE,
-  DSC_FALSE,
-  DSC_NULL
-} dsc_kind_t;
-
-/* A value; when it sits in an object it is also the member (key + value).
- * The member's full span is [lead, comma + 1) when it has a comma (its
- * leading whitespace starts at lead, right after the '{' or ','), else
- * [lead, end) followed by whitespace and the closing brace. */
-typedef struct dsc_node dsc_node_t;
-struct dsc_node {
-  dsc_kind_t kind;
-  size_t start, end;         /* the value's bytes */
-  size_t lead;               /* first byte after the preceding '{', '[' or ',' */
-  size_t key_start, key_end; /* the quoted key, members only */
-  size_t comma;              /* the ',' after the value, or DSC_NONE */
-  const char *key, *str;     /* decoded key / string, NUL-terminated (may hold NULs) */
-  size_t key_len, str_len;
-  double num;
-  dsc_node_t *parent, *first, *last, *next, *prev;
-  size_t count;
-};
+typedef ddx_jp_node_t dsc_node_t; /* the reader's node, with its bytes (ddx/jsonpos.h) */
 
 /* How the file is written, so that inserted text looks like its neighbours. */
 typedef struct dsc_style {
@@ -80,324 +52,12 @@ struct ddx_dsconfig {
   dsc_style_t style;
 };
 
-/* ---- reader ---- */
-
-typedef struct dsc_parser {
-  const char *s;
-  size_t len, pos;
-  ddx_arena_t *arena;
-  ddx_error_t *err;
-} dsc_parser_t;
-
-static void dsc_line_col(const char *s, size_t len, size_t pos, size_t *line, size_t *col) {
-  *line = *col = 1;
-  for (size_t i = 0; i < pos && i < len; i++) {
-    if (s[i] == '\n')
-      *line += 1, *col = 1;
-    else if (((unsigned char)s[i] & 0xC0) != 0x80)
-      *col += 1; /* count characters */
-  }
-}
-
-static int dsc_fail(dsc_parser_t *p, size_t pos, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int dsc_fail(dsc_parser_t *p, size_t pos, const char *fmt, ...) {
-  char what[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  size_t line, col;
-  dsc_line_col(p->s, p->len, pos, &line, &col);
-  return ddx_error_set(p->err, DDX_EINVAL, "line %zu, column %zu: %s", line, col, what);
-}
-
 static int dsc_nomem(ddx_error_t *err) {
   return ddx_error_set(err, DDX_ENOMEM, "out of memory");
 }
 
 static bool dsc_is_digit(char c) {
   return c >= '0' && c <= '9';
-}
-
-static bool dsc_is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int dsc_skip_ws(dsc_parser_t *p) {
-  while (p->pos < p->len) {
-    char c = p->s[p->pos];
-    if (dsc_is_space(c))
-      p->pos++;
-    else if (c == '#' || (c == '/' && p->pos + 1 < p->len &&
-                          (p->s[p->pos + 1] == '/' || p->s[p->pos + 1] == '*')))
-      return dsc_fail(p, p->pos,
-                      "a comment: comments are allowed by DeepSpeed's hjson reader but an "
-                      "automatic edit would need to keep them; edit this file by hand or "
-                      "remove the comments");
-    else
-      break;
-  }
-  return 0;
-}
-
-/* Reads the string at p->pos (its '"'), strictly (ddx_json_string_check):
- * a file the planner edits must stay exactly valid JSON. */
-static int dsc_string(dsc_parser_t *p, const char **out, size_t *out_len) {
-  size_t open = p->pos, close, at;
-  switch (ddx_json_string_check(p->s, p->len, open + 1, true, &close, &at)) {
-  case DDX_JSTR_OK:
-    break;
-  case DDX_JSTR_UNTERMINATED:
-    return dsc_fail(p, open, "unterminated string: %s", DSC_PLAIN);
-  case DDX_JSTR_CONTROL: {
-    unsigned char c = (unsigned char)p->s[at];
-    if (c == '\n' || c == '\r')
-      return dsc_fail(p, open, "unterminated string (a line break inside it): %s", DSC_PLAIN);
-    return dsc_fail(p, at, "control character 0x%02x inside a string (write it as \\u%04x): %s", c,
-                    c, DSC_PLAIN);
-  }
-  case DDX_JSTR_ESCAPE:
-    return dsc_fail(p, at, "invalid escape in a string: %s", DSC_PLAIN);
-  case DDX_JSTR_BAD_U:
-    return dsc_fail(p, at, "invalid \\u escape: %s", DSC_PLAIN);
-  case DDX_JSTR_SURROGATE:
-    return dsc_fail(p, at, "unpaired surrogate in a \\u escape: %s", DSC_PLAIN);
-  case DDX_JSTR_UTF8:
-    return dsc_fail(p, at, "invalid UTF-8 (byte 0x%02x): %s", (unsigned char)p->s[at], DSC_PLAIN);
-  }
-  char *d = ddx_arena_alloc(p->arena, close - open); /* decoded is never longer */
-  if (!d) return dsc_nomem(p->err);
-  *out_len = ddx_json_string_decode(p->s, open + 1, close, d);
-  *out = d;
-  p->pos = close + 1;
-  return 0;
-}
-
-static bool dsc_word_at(const dsc_parser_t *p, size_t pos, const char *w) {
-  size_t n = strlen(w);
-  return pos <= p->len && p->len - pos >= n && !memcmp(p->s + pos, w, n);
-}
-
-/* Explains a byte that cannot start a value (or a key) at p->pos. */
-static int dsc_unexpected(dsc_parser_t *p, const char *wanted) {
-  if (p->pos >= p->len) return dsc_fail(p, p->pos, "unexpected end of file: %s", DSC_PLAIN);
-  unsigned char c = (unsigned char)p->s[p->pos];
-  if (dsc_word_at(p, p->pos, "NaN") || dsc_word_at(p, p->pos, "Infinity"))
-    return dsc_fail(p, p->pos, "NaN and Infinity are not JSON numbers: %s", DSC_PLAIN);
-  if (c == '\'')
-    return dsc_fail(p, p->pos, "single-quoted string: JSON strings use double quotes: %s",
-                    DSC_PLAIN);
-  if (c >= 0x80 && !ddx_utf8_len((const unsigned char *)p->s + p->pos, p->len - p->pos))
-    return dsc_fail(p, p->pos, "invalid UTF-8 (byte 0x%02x): %s", c, DSC_PLAIN);
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
-    size_t n = 0;
-    while (p->pos + n < p->len && n < 32 && ((p->s[p->pos + n] | 0x20) >= 'a') &&
-           ((p->s[p->pos + n] | 0x20) <= 'z'))
-      n++;
-    return dsc_fail(p, p->pos,
-                    "unexpected word '%.*s' where %s was expected (JSON has true, false and "
-                    "null; keys and strings need double quotes): %s",
-                    (int)n, p->s + p->pos, wanted, DSC_PLAIN);
-  }
-  if (c > 0x20 && c < 0x7F)
-    return dsc_fail(p, p->pos, "unexpected '%c' where %s was expected: %s", c, wanted, DSC_PLAIN);
-  return dsc_fail(p, p->pos, "unexpected byte 0x%02x where %s was expected: %s", c, wanted,
-                  DSC_PLAIN);
-}
-
-static int dsc_number(dsc_parser_t *p, dsc_node_t *n) {
-  const char *s = p->s;
-  size_t i = p->pos;
-  if (s[i] == '-') i++;
-  if (i < p->len && s[i] == 'I')
-    return dsc_fail(p, p->pos, "NaN and Infinity are not JSON numbers: %s", DSC_PLAIN);
-  if (i >= p->len || !dsc_is_digit(s[i]))
-    return dsc_fail(p, i, "a digit was expected in a number: %s", DSC_PLAIN);
-  if (s[i] == '0' && i + 1 < p->len && dsc_is_digit(s[i + 1]))
-    return dsc_fail(p, p->pos, "a number with a leading zero: %s", DSC_PLAIN);
-  while (i < p->len && dsc_is_digit(s[i]))
-    i++;
-  if (i < p->len && s[i] == '.') {
-    if (++i >= p->len || !dsc_is_digit(s[i]))
-      return dsc_fail(p, i, "a digit was expected after '.': %s", DSC_PLAIN);
-    while (i < p->len && dsc_is_digit(s[i]))
-      i++;
-  }
-  if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
-    if (++i < p->len && (s[i] == '+' || s[i] == '-')) i++;
-    if (i >= p->len || !dsc_is_digit(s[i]))
-      return dsc_fail(p, i, "a digit was expected in the exponent: %s", DSC_PLAIN);
-    while (i < p->len && dsc_is_digit(s[i]))
-      i++;
-  }
-  /* The grammar is checked, so strtod reads exactly these bytes (the engine
-   * never calls setlocale, so '.' is the decimal point). */
-  char *tmp = ddx_arena_strndup(p->arena, s + p->pos, i - p->pos);
-  if (!tmp) return dsc_nomem(p->err);
-  n->kind = DSC_NUMBER;
-  n->num = strtod(tmp, NULL);
-  if (isinf(n->num)) return dsc_fail(p, p->pos, "a number too large for a double: %s", DSC_PLAIN);
-  p->pos = i;
-  return 0;
-}
-
-static int dsc_container(dsc_parser_t *p, dsc_node_t *n, int depth);
-
-static int dsc_value(dsc_parser_t *p, dsc_node_t *n, int depth) {
-  if (p->pos >= p->len) return dsc_unexpected(p, "a value");
-  n->start = p->pos;
-  char c = p->s[p->pos];
-  int rc = 0;
-  if (c == '{' || c == '[') {
-    rc = dsc_container(p, n, depth + 1);
-  } else if (c == '"') {
-    n->kind = DSC_STRING;
-    rc = dsc_string(p, &n->str, &n->str_len);
-  } else if (c == '-' || dsc_is_digit(c)) {
-    rc = dsc_number(p, n);
-  } else {
-    static const char *const words[] = {"true", "false", "null"};
-    static const dsc_kind_t kinds[] = {DSC_TRUE, DSC_FALSE, DSC_NULL};
-    size_t w = 0;
-    while (w < 3 && !dsc_word_at(p, p->pos, words[w]))
-      w++;
-    if (w == 3) return dsc_unexpected(p, "a value");
-    n->kind = kinds[w];
-    p->pos += strlen(words[w]);
-  }
-  n->end = p->pos;
-  return rc;
-}
-
-static int dsc_key_cmp(const void *a, const void *b) {
-  const dsc_node_t *x = *(dsc_node_t *const *)a, *y = *(dsc_node_t *const *)b;
-  int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
-  if (c) return c;
-  if (x->key_len != y->key_len) return x->key_len < y->key_len ? -1 : 1;
-  return x->key_start < y->key_start ? -1 : 1;
-}
-
-/* Sorting keeps this O(n log n) on a (fuzzed) object with many members. */
-static int dsc_check_duplicates(dsc_parser_t *p, const dsc_node_t *obj) {
-  if (obj->count < 2) return 0;
-  dsc_node_t **v = malloc(obj->count * sizeof *v);
-  if (!v) return dsc_nomem(p->err);
-  size_t n = 0;
-  for (dsc_node_t *m = obj->first; m; m = m->next)
-    v[n++] = m;
-  qsort(v, n, sizeof *v, dsc_key_cmp);
-  const dsc_node_t *dup = NULL, *first = NULL;
-  for (size_t i = 1; i < n; i++)
-    if (v[i]->key_len == v[i - 1]->key_len && !memcmp(v[i]->key, v[i - 1]->key, v[i]->key_len) &&
-        (!dup || v[i]->key_start < dup->key_start))
-      dup = v[i], first = v[i - 1];
-  free(v);
-  if (!dup) return 0;
-  size_t line, col, shown = dup->key_end - dup->key_start - 2;
-  if (shown > 60) { /* keep the message short, cut on a character boundary */
-    shown = 60;
-    while (shown && ((unsigned char)p->s[dup->key_start + 1 + shown] & 0xC0) == 0x80)
-      shown--;
-  }
-  dsc_line_col(p->s, p->len, first->key_start, &line, &col);
-  return dsc_fail(p, dup->key_start,
-                  "duplicate key \"%.*s\" (also at line %zu): DeepSpeed's hjson reader "
-                  "raises on duplicate keys; keep one of them",
-                  (int)shown, p->s + dup->key_start + 1, line);
-}
-
-/* An object or array; depth counts the containers open, this one included. */
-static int dsc_container(dsc_parser_t *p, dsc_node_t *n, int depth) {
-  bool obj = p->s[p->pos] == '{';
-  char close = obj ? '}' : ']';
-  const char *what = obj ? "object" : "array";
-  if (depth > DSC_MAX_DEPTH)
-    return dsc_fail(p, p->pos, "nesting deeper than %d levels: %s", DSC_MAX_DEPTH, DSC_PLAIN);
-  n->kind = obj ? DSC_OBJECT : DSC_ARRAY;
-  size_t open = p->pos++, lead = p->pos, comma = DSC_NONE;
-  int rc = dsc_skip_ws(p);
-  if (rc) return rc;
-  if (p->pos < p->len && p->s[p->pos] == close) {
-    p->pos++;
-    return 0;
-  }
-  for (;;) {
-    if (p->pos >= p->len)
-      return dsc_fail(p, open, "unterminated %s (no closing '%c'): %s", what, close, DSC_PLAIN);
-    if (comma != DSC_NONE && p->s[p->pos] == close)
-      return dsc_fail(p, comma, "trailing comma: %s", DSC_PLAIN);
-    dsc_node_t *m = ddx_arena_alloc(p->arena, sizeof *m);
-    if (!m) return dsc_nomem(p->err);
-    m->lead = lead;
-    m->comma = DSC_NONE;
-    m->parent = n;
-    if (obj) {
-      if (p->s[p->pos] != '"') return dsc_unexpected(p, "a double-quoted key");
-      m->key_start = p->pos;
-      if ((rc = dsc_string(p, &m->key, &m->key_len))) return rc;
-      m->key_end = p->pos;
-      if ((rc = dsc_skip_ws(p))) return rc;
-      if (p->pos >= p->len || p->s[p->pos] != ':') return dsc_unexpected(p, "':' after the key");
-      p->pos++;
-      if ((rc = dsc_skip_ws(p))) return rc;
-    }
-    if ((rc = dsc_value(p, m, depth))) return rc;
-    m->prev = n->last;
-    if (n->last)
-      n->last->next = m;
-    else
-      n->first = m;
-    n->last = m;
-    n->count++;
-    if ((rc = dsc_skip_ws(p))) return rc;
-    if (p->pos < p->len && p->s[p->pos] == ',') {
-      m->comma = comma = p->pos++;
-      lead = p->pos;
-      if ((rc = dsc_skip_ws(p))) return rc;
-      continue;
-    }
-    if (p->pos < p->len && p->s[p->pos] == close) break;
-    if (p->pos >= p->len)
-      return dsc_fail(p, open, "unterminated %s (no closing '%c'): %s", what, close, DSC_PLAIN);
-    char want[48];
-    snprintf(want, sizeof want, "',' or '%c'", close);
-    return dsc_unexpected(p, want);
-  }
-  p->pos++;
-  return obj ? dsc_check_duplicates(p, n) : 0;
-}
-
-static int dsc_parse_root(dsc_parser_t *p, dsc_node_t **root) {
-  if (p->len >= 3 && !memcmp(p->s, "\xEF\xBB\xBF", 3))
-    return dsc_fail(p, 0, "a UTF-8 byte-order mark: save the file as UTF-8 without BOM: %s",
-                    DSC_PLAIN);
-  int rc = dsc_skip_ws(p);
-  if (rc) return rc;
-  if (p->pos >= p->len)
-    return ddx_error_set(p->err, DDX_EINVAL,
-                         "the file is empty: a DeepSpeed config is a JSON object {...}");
-  char c = p->s[p->pos];
-  if (c != '{') {
-    const char *kind = c == '['                             ? "an array"
-                       : c == '"'                           ? "a string"
-                       : (c == '-' || dsc_is_digit(c))      ? "a number"
-                       : (c == 't' || c == 'f' || c == 'n') ? "a literal"
-                                                            : NULL;
-    if (!kind) return dsc_unexpected(p, "'{'");
-    return dsc_fail(p, p->pos,
-                    "the top level is %s, not an object: a DeepSpeed config is a "
-                    "JSON object {...}",
-                    kind);
-  }
-  *root = ddx_arena_alloc(p->arena, sizeof **root);
-  if (!*root) return dsc_nomem(p->err);
-  (*root)->comma = DSC_NONE;
-  if ((rc = dsc_value(p, *root, 0)) || (rc = dsc_skip_ws(p))) return rc;
-  if (p->pos < p->len)
-    return dsc_fail(p, p->pos, "unexpected text after the closing '}': %s", DSC_PLAIN);
-  return 0;
 }
 
 /* ---- layout and style ---- */
@@ -410,7 +70,7 @@ static size_t dsc_line_start(const char *s, size_t pos) {
 
 /* Where a member (its key) or an array element starts. */
 static size_t dsc_item_start(const dsc_node_t *n) {
-  return n->parent && n->parent->kind == DSC_OBJECT ? n->key_start : n->start;
+  return n->parent && n->parent->kind == DDX_JP_OBJECT ? n->key_start : n->start;
 }
 
 /* True when n starts a line of its own (only whitespace before it since the
@@ -459,7 +119,7 @@ static void dsc_line_indent(const char *s, size_t pos, size_t *a, size_t *b) {
 static bool dsc_find_unit(const char *s, const dsc_node_t *n, char *dst, size_t cap) {
   for (const dsc_node_t *m = n->first; m; m = m->next) {
     size_t ls, a, b;
-    if (m->kind == DSC_OBJECT && m->first && dsc_own_line(s, m->first, &ls)) {
+    if (m->kind == DDX_JP_OBJECT && m->first && dsc_own_line(s, m->first, &ls)) {
       dsc_line_indent(s, m->start, &a, &b);
       size_t outer = b - a, inner = m->first->key_start - ls;
       if (inner > outer && !memcmp(s + a, s + ls, outer) &&
@@ -508,8 +168,7 @@ int ddx_dsconfig_parse(ddx_dsconfig_t **out, const char *text, size_t len, ddx_e
   if (len) memcpy(c->text, text, len);
   c->len = len;
   ddx_arena_init(&c->arena);
-  dsc_parser_t p = {c->text, len, 0, &c->arena, err};
-  int rc = dsc_parse_root(&p, &c->root);
+  int rc = ddx_jp_parse(c->text, len, DDX_JP_STRICT, &c->arena, &c->root, NULL, err);
   if (rc) {
     ddx_dsconfig_free(c);
     return rc;
@@ -557,7 +216,7 @@ static const dsc_node_t *dsc_walk(const dsc_node_t *root, const dsc_path_t *p, s
                                   const dsc_node_t **at) {
   const dsc_node_t *cur = root, *m;
   size_t i = 0;
-  while (i < p->n && cur->kind == DSC_OBJECT && (m = dsc_member(cur, p->part[i], p->len[i])))
+  while (i < p->n && cur->kind == DDX_JP_OBJECT && (m = dsc_member(cur, p->part[i], p->len[i])))
     cur = m, i++;
   *found = i;
   *at = cur;
@@ -573,20 +232,20 @@ static const dsc_node_t *dsc_lookup(const ddx_dsconfig_t *c, const char *path) {
 
 /* Compact JSON of a node: strings and numbers as written (valid JSON). */
 static void dsc_put_node(ddx_sb_t *b, const char *s, const dsc_node_t *n) {
-  if (n->kind != DSC_OBJECT && n->kind != DSC_ARRAY) {
+  if (n->kind != DDX_JP_OBJECT && n->kind != DDX_JP_ARRAY) {
     ddx_sb_putn(b, s + n->start, n->end - n->start);
     return;
   }
-  ddx_sb_puts(b, n->kind == DSC_OBJECT ? "{" : "[");
+  ddx_sb_puts(b, n->kind == DDX_JP_OBJECT ? "{" : "[");
   for (const dsc_node_t *m = n->first; m; m = m->next) {
     if (m != n->first) ddx_sb_puts(b, ",");
-    if (n->kind == DSC_OBJECT) {
+    if (n->kind == DDX_JP_OBJECT) {
       ddx_sb_putn(b, s + m->key_start, m->key_end - m->key_start);
       ddx_sb_puts(b, ":");
     }
     dsc_put_node(b, s, m);
   }
-  ddx_sb_puts(b, n->kind == DSC_OBJECT ? "}" : "]");
+  ddx_sb_puts(b, n->kind == DDX_JP_OBJECT ? "}" : "]");
 }
 
 bool ddx_dsconfig_get(const ddx_dsconfig_t *c, const char *path, char **json) {
@@ -603,7 +262,7 @@ bool ddx_dsconfig_get(const ddx_dsconfig_t *c, const char *path, char **json) {
 }
 
 static bool dsc_is_str(const dsc_node_t *n, const char *s) {
-  return n && n->kind == DSC_STRING && n->str_len == strlen(s) && !memcmp(n->str, s, n->str_len);
+  return n && n->kind == DDX_JP_STRING && n->str_len == strlen(s) && !memcmp(n->str, s, n->str_len);
 }
 
 /* ---- is it a DeepSpeed config? ----
@@ -630,74 +289,10 @@ enum {
   DSC_K_ARR = 32
 };
 
-typedef struct dsc_scan {
-  const char *s;
-  size_t len, pos;
-} dsc_scan_t;
-
-/* Skips blanks and comments; false at the end of the text. */
-static bool dsc_scan_ws(dsc_scan_t *t) {
-  while (t->pos < t->len) {
-    char c = t->s[t->pos];
-    if (dsc_is_space(c)) {
-      t->pos++;
-    } else if (c == '#' || (c == '/' && t->pos + 1 < t->len && t->s[t->pos + 1] == '/')) {
-      const char *nl = memchr(t->s + t->pos, '\n', t->len - t->pos);
-      t->pos = nl ? (size_t)(nl - t->s) : t->len;
-    } else if (c == '/' && t->pos + 1 < t->len && t->s[t->pos + 1] == '*') {
-      size_t i = t->pos + 2;
-      while (i + 1 < t->len && !(t->s[i] == '*' && t->s[i + 1] == '/'))
-        i++;
-      t->pos = i + 1 < t->len ? i + 2 : t->len;
-    } else {
-      return true;
-    }
-  }
-  return false;
-}
-
-/* The string at t->pos (its quote): its raw bytes [*a, *b), t->pos after
- * it. False when it does not end on its line. */
-static bool dsc_scan_string(dsc_scan_t *t, size_t *a, size_t *b) {
-  size_t i = t->pos + 1;
-  while (i < t->len && t->s[i] != '"' && t->s[i] != '\n')
-    i += t->s[i] == '\\' ? 2 : 1;
-  if (i >= t->len || t->s[i] != '"') return false;
-  *a = t->pos + 1;
-  *b = i;
-  t->pos = i + 1;
-  return true;
-}
+typedef ddx_jp_scan_t dsc_scan_t;
 
 static bool dsc_scan_is(const dsc_scan_t *t, size_t a, size_t b, const char *w) {
   return b - a == strlen(w) && !memcmp(t->s + a, w, b - a);
-}
-
-/* Skips one value, a container with everything in it; false when the text
- * ends or breaks first. */
-static bool dsc_scan_skip(dsc_scan_t *t) {
-  size_t depth = 0, a, b;
-  do {
-    if (!dsc_scan_ws(t)) return false;
-    char c = t->s[t->pos];
-    if (c == '"') {
-      if (!dsc_scan_string(t, &a, &b)) return false;
-    } else if (c == '{' || c == '[') {
-      depth++, t->pos++;
-    } else if (c == '}' || c == ']') {
-      if (!depth) return false; /* a closer where a value should be */
-      depth--, t->pos++;
-    } else if (c == ',' || c == ':') {
-      if (!depth) return false;
-      t->pos++;
-    } else {
-      size_t from = t->pos;
-      while (t->pos < t->len && !dsc_is_space(t->s[t->pos]) && !strchr(",:{}[]\"#/", t->s[t->pos]))
-        t->pos++;
-      if (t->pos == from) return false;
-    }
-  } while (depth);
-  return true;
 }
 
 /* The kind of the value at t->pos (DSC_K_*, 0 for null); t is not moved. */
@@ -706,7 +301,7 @@ static unsigned dsc_scan_kind(const dsc_scan_t *t) {
   char c = u.s[u.pos];
   size_t a, b;
   if (c == '"')
-    return !dsc_scan_string(&u, &a, &b)    ? 0
+    return !ddx_jp_scan_string(&u, &a, &b) ? 0
            : dsc_scan_is(&u, a, b, "auto") ? DSC_K_AUTO
                                            : DSC_K_STR;
   return c == '{'                      ? DSC_K_OBJ
@@ -730,24 +325,24 @@ static bool dsc_scan_block(dsc_scan_t *t, const char *const *names, bool need_pa
   t->pos++;
   for (;;) {
     size_t ka, kb, va, vb;
-    if (!dsc_scan_ws(t)) return false;
+    if (!ddx_jp_scan_ws(t)) return false;
     if (t->s[t->pos] == '}') {
       t->pos++;
       return type_ok && (params || !need_params);
     }
-    if (t->s[t->pos] != '"' || !dsc_scan_string(t, &ka, &kb) || !dsc_scan_ws(t) ||
+    if (t->s[t->pos] != '"' || !ddx_jp_scan_string(t, &ka, &kb) || !ddx_jp_scan_ws(t) ||
         t->s[t->pos] != ':')
       return false;
     t->pos++;
-    if (!dsc_scan_ws(t)) return false;
+    if (!ddx_jp_scan_ws(t)) return false;
     if (dsc_scan_is(t, ka, kb, "type") && t->s[t->pos] == '"') {
-      if (!dsc_scan_string(t, &va, &vb)) return false;
+      if (!ddx_jp_scan_string(t, &va, &vb)) return false;
       type_ok = dsc_name_in(t->s + va, vb - va, names);
     } else {
       params |= dsc_scan_is(t, ka, kb, "params") && t->s[t->pos] == '{';
-      if (!dsc_scan_skip(t)) return false;
+      if (!ddx_jp_scan_skip(t)) return false;
     }
-    if (!dsc_scan_ws(t)) return false;
+    if (!ddx_jp_scan_ws(t)) return false;
     if (t->s[t->pos] == ',') t->pos++;
   }
 }
@@ -784,18 +379,18 @@ bool ddx_dsconfig_text_is_deepspeed(const char *text, size_t len) {
   if (!text) return false;
   dsc_scan_t t = {text, len, 0};
   if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) t.pos = 3;
-  if (!dsc_scan_ws(&t) || text[t.pos] != '{') return false;
+  if (!ddx_jp_scan_ws(&t) || text[t.pos] != '{') return false;
   t.pos++;
   size_t nkeys = 0;
   unsigned weak = 0; /* a bit per key of keys[] */
   bool strong = false;
   for (;;) {
     size_t ka, kb;
-    if (!dsc_scan_ws(&t) || text[t.pos] != '"' || !dsc_scan_string(&t, &ka, &kb)) break;
+    if (!ddx_jp_scan_ws(&t) || text[t.pos] != '"' || !ddx_jp_scan_string(&t, &ka, &kb)) break;
     if (++nkeys > DSC_DS_MAX_KEYS) return false;
-    if (!dsc_scan_ws(&t) || text[t.pos] != ':') break;
+    if (!ddx_jp_scan_ws(&t) || text[t.pos] != ':') break;
     t.pos++;
-    if (!dsc_scan_ws(&t)) break;
+    if (!ddx_jp_scan_ws(&t)) break;
     unsigned kind = dsc_scan_kind(&t);
     bool opt = dsc_scan_is(&t, ka, kb, "optimizer"), sch = dsc_scan_is(&t, ka, kb, "scheduler");
     dsc_scan_t block = t;
@@ -807,7 +402,7 @@ bool ddx_dsconfig_text_is_deepspeed(const char *text, size_t len) {
       strong |= (keys[i].strong & kind) != 0;
       if (keys[i].weak & kind) weak |= 1u << i;
     }
-    if (!dsc_scan_skip(&t) || !dsc_scan_ws(&t) || text[t.pos] != ',') break;
+    if (!ddx_jp_scan_skip(&t) || !ddx_jp_scan_ws(&t) || text[t.pos] != ',') break;
     t.pos++;
   }
   return strong || (weak & (weak - 1)) != 0; /* two weak ones */
@@ -916,28 +511,28 @@ static void dsc_render(ddx_sb_t *b, json_t *v, const dsc_style_t *st, bool ml, c
 /* Semantic equality: numbers by value (1 == 1.0), objects ignoring order. */
 static bool dsc_equal(const dsc_node_t *n, json_t *v) {
   switch (n->kind) {
-  case DSC_OBJECT:
+  case DDX_JP_OBJECT:
     if (!json_is_object(v) || json_object_size(v) != n->count) return false;
     for (const dsc_node_t *m = n->first; m; m = m->next) {
       json_t *x = json_object_getn(v, m->key, m->key_len);
       if (!x || !dsc_equal(m, x)) return false;
     }
     return true;
-  case DSC_ARRAY: {
+  case DDX_JP_ARRAY: {
     if (!json_is_array(v) || json_array_size(v) != n->count) return false;
     size_t i = 0;
     for (const dsc_node_t *m = n->first; m; m = m->next)
       if (!dsc_equal(m, json_array_get(v, i++))) return false;
     return true;
   }
-  case DSC_STRING:
+  case DDX_JP_STRING:
     return json_is_string(v) && json_string_length(v) == n->str_len &&
            !memcmp(json_string_value(v), n->str, n->str_len);
-  case DSC_NUMBER:
+  case DDX_JP_NUMBER:
     return json_is_number(v) && json_number_value(v) == n->num;
-  case DSC_TRUE:
+  case DDX_JP_TRUE:
     return json_is_true(v);
-  case DSC_FALSE:
+  case DDX_JP_FALSE:
     return json_is_false(v);
   default:
     return json_is_null(v);
@@ -948,9 +543,9 @@ static bool dsc_equal(const dsc_node_t *n, json_t *v) {
 static void dsc_describe(const ddx_dsconfig_t *c, const dsc_node_t *n, char *buf, size_t cap) {
   if (!n)
     snprintf(buf, cap, "absent");
-  else if (n->kind == DSC_OBJECT)
+  else if (n->kind == DDX_JP_OBJECT)
     snprintf(buf, cap, "an object");
-  else if (n->kind == DSC_ARRAY)
+  else if (n->kind == DDX_JP_ARRAY)
     snprintf(buf, cap, "an array");
   else {
     size_t len = n->end - n->start, shown = len > 40 ? 40 : len;
@@ -1183,7 +778,7 @@ static int dsc_op_set(dsc_plan_t *pl, const char *path, const dsc_path_t *p, jso
     ddx_sb_free(&t);
     return rc;
   }
-  if (at->kind != DSC_OBJECT) {
+  if (at->kind != DDX_JP_OBJECT) {
     char is[64];
     dsc_describe(c, at, is, sizeof is);
     return ddx_error_set(pl->err, DDX_EINVAL, "cannot set %s: %.*s is %s, not an object", path,
@@ -1263,7 +858,7 @@ static int dsc_op_multiply(dsc_plan_t *pl, const char *path, const dsc_path_t *p
   if (!n) return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is absent", path);
   if (dsc_is_str(n, "auto"))
     return ddx_error_set(pl->err, DDX_EINVAL, "%s: value is \"auto\": %s", path, DSC_AUTO_OWNED);
-  if (n->kind != DSC_NUMBER)
+  if (n->kind != DDX_JP_NUMBER)
     return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is %s, not a number", path,
                          is);
   double r = floor(n->num * factor);
@@ -1314,7 +909,7 @@ static int dsc_precondition(const ddx_dsconfig_t *c, size_t i, json_t *pre, ddx_
   bool ok;
   if (k < 2) { /* an absent value is != anything: "load_universal != true" holds when unset */
     ok = (n && dsc_equal(n, value)) == (k == 0);
-  } else if (!n || n->kind != DSC_NUMBER || !json_is_number(value)) {
+  } else if (!n || n->kind != DDX_JP_NUMBER || !json_is_number(value)) {
     ok = false;
   } else {
     double a = n->num, b = json_number_value(value);
@@ -1359,7 +954,7 @@ static int dsc_precondition(const ddx_dsconfig_t *c, size_t i, json_t *pre, ddx_
 
 /* A positive integer of at most DSC_BATCH_MAX. */
 static bool dsc_batch_int(const dsc_node_t *n) {
-  return n && n->kind == DSC_NUMBER && n->num >= 1 && n->num <= DSC_BATCH_MAX &&
+  return n && n->kind == DDX_JP_NUMBER && n->num >= 1 && n->num <= DSC_BATCH_MAX &&
          floor(n->num) == n->num;
 }
 
@@ -1371,7 +966,7 @@ static int dsc_batch_value(dsc_plan_t *pl, const dsc_node_t *n, const char *key)
   if (!n) return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is absent", key);
   if (dsc_is_str(n, "auto"))
     return ddx_error_set(pl->err, DDX_EINVAL, "%s: value is \"auto\": %s", key, DSC_AUTO_OWNED);
-  if (n->kind != DSC_NUMBER)
+  if (n->kind != DDX_JP_NUMBER)
     return ddx_error_set(pl->err, DDX_EINVAL, "cannot multiply %s: it is %s, not a number", key,
                          is);
   if (!dsc_batch_int(n))
@@ -1419,7 +1014,7 @@ static int dsc_op_batch(dsc_plan_t *pl, size_t mi, json_t *mop, json_t *gop) {
   long long m0 = (long long)m->num, g0 = g ? (long long)g->num : 1;
   char is[64];
   dsc_describe(c, t, is, sizeof is);
-  if (t && !t_auto && t->kind != DSC_NUMBER)
+  if (t && !t_auto && t->kind != DDX_JP_NUMBER)
     return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_TBS " is %s, not a number", is);
   if (t && !t_auto && !dsc_batch_int(t))
     return ddx_error_set(pl->err, DDX_EINVAL, DSC_SHRINK DSC_TBS " is %s, not a positive integer",
@@ -1489,7 +1084,7 @@ static int dsc_op(dsc_plan_t *pl, size_t i, json_t *op) {
     const dsc_node_t *t = dsc_member(c->root, DSC_TBS, strlen(DSC_TBS));
     char is[64];
     dsc_describe(c, t, is, sizeof is);
-    if (t && t->kind == DSC_NUMBER)
+    if (t && t->kind == DDX_JP_NUMBER)
       return ddx_error_set(pl->err, DDX_EINVAL,
                            "cannot multiply " DSC_GAS " alone: " DSC_TBS " is %s and must stay "
                            "micro batch x " DSC_GAS " x data-parallel size",

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const char *kind_name(mode_t m) {
@@ -308,14 +309,21 @@ int ddx_walk_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, si
   return rc;
 }
 
-static bool is_log_name(const char *name) {
-  static const char *const ext[] = {".log", ".out", ".err", ".txt"};
+const ddx_log_suffix_t ddx_log_suffixes[] = {
+    {".log", true}, {".out", true}, {".err", true}, {".txt", false}, {NULL, false}};
+
+bool ddx_is_log_name(const char *name, bool editor) {
   size_t n = strlen(name);
-  for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
-    size_t e = strlen(ext[i]);
-    if (n > e && !strcmp(name + n - e, ext[i])) return true;
+  for (const ddx_log_suffix_t *x = ddx_log_suffixes; x->suffix; x++) {
+    size_t e = strlen(x->suffix);
+    if (n < e || (editor && !x->editor)) continue;
+    if (!(editor ? strcasecmp : strcmp)(name + n - e, x->suffix)) return true;
   }
-  return !strncmp(name, "slurm-", 6);
+  return !strncmp(name, DDX_LOG_PREFIX, strlen(DDX_LOG_PREFIX));
+}
+
+static bool is_log_name(const char *name) {
+  return ddx_is_log_name(name, false);
 }
 
 int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, size_t *skipped,

@@ -6,6 +6,7 @@
  * and commands in lsp_diag.c, hovers in lsp_hover.c, quick fixes in
  * lsp_actions.c. */
 #include "ddx/lsp.h"
+#include "ddx/version.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -426,14 +427,14 @@ static json_t *lsp_initialize(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_
       "codeActionProvider", "codeActionKinds", "quickfix", "resolveProvider", 0,
       "executeCommandProvider", "commands", "ddx.diagnoseText", "ddx.diagnoseFile", "ddx.explain",
       "ddx.catalog", "ddx.showFix", "workspace", "workspaceFolders", "supported", 1,
-      "changeNotifications", 1, "serverInfo", "name", "ddx", "version", DDX_LSP_VERSION);
+      "changeNotifications", 1, "serverInfo", "name", "ddx", "version", DDX_VERSION);
 }
 
 static json_t *lsp_initialized(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
   (void)params;
   (void)call;
   ddx_lsp_log(s, DDX_LSP_LOG_INFO, "ddx %s language server ready (%s positions, %zu rules)",
-              DDX_LSP_VERSION, s->encoding == DDX_LSP_ENC_UTF8 ? "utf-8" : "utf-16",
+              DDX_VERSION, s->encoding == DDX_LSP_ENC_UTF8 ? "utf-8" : "utf-16",
               s->cat ? s->cat->cat->nrules : (size_t)0);
   return NULL;
 }

@@ -1,8 +1,8 @@
 /* lsp_config.c - the language server's side of ds_config.json (see
  * ddx/lsp.h): the one file that calls the engine's config parser and patch
- * planner (ddx/dsconfig.h), plus a tolerant scan that finds the dotted key
- * path under the cursor for hovers (it must work on a file that does not
- * parse yet, while the user types); the ds_config checks (ddx/dscheck.h)
+ * planner (ddx/dsconfig.h), plus the dotted key path under the cursor for
+ * hovers (ddx/jsonpos.h's tolerant scan: it must work on a file that does
+ * not parse yet, while the user types); the ds_config checks (ddx/dscheck.h)
  * of open JSON documents published as diagnostics, with the facts they use
  * (settings, a model config.json in the workspace, the last diagnosed log);
  * and what a log says about the job (DeepSpeed's config print). */
@@ -18,6 +18,7 @@
 
 #include "ddx/dscheck.h"
 #include "ddx/dsconfig.h"
+#include "ddx/jsonpos.h"
 #include "ddx/line.h"
 
 struct ddx_lsp_cfg {
@@ -91,84 +92,8 @@ void ddx_lsp_edits_free(ddx_lsp_edit_t *e, size_t n) {
 
 /* ------------------------------------------------------ key under a cursor */
 
-#define LSP_KEY_DEPTH 32
-
-typedef struct lsp_kframe {
-  bool object;
-  bool want_key;       /* object: the next string is a key */
-  size_t kstart, kend; /* the current key's text (without quotes) */
-} lsp_kframe_t;
-
-static char *lsp_key_path(const char *text, const lsp_kframe_t *st, size_t depth, size_t ks,
-                          size_t ke) {
-  ddx_sb_t b;
-  ddx_sb_init(&b);
-  /* st[i] for i < depth-1 holds the key its child container sits under. */
-  for (size_t i = 0; i + 1 < depth; i++) {
-    if (!st[i].object || st[i].kend <= st[i].kstart) continue;
-    if (b.len) ddx_sb_puts(&b, ".");
-    ddx_sb_putn(&b, text + st[i].kstart, st[i].kend - st[i].kstart);
-  }
-  if (b.len) ddx_sb_puts(&b, ".");
-  ddx_sb_putn(&b, text + ks, ke - ks);
-  return ddx_sb_take(&b);
-}
-
 char *ddx_lsp_json_key_at(const char *text, size_t len, size_t off, size_t *kstart, size_t *kend) {
-  lsp_kframe_t st[LSP_KEY_DEPTH];
-  size_t depth = 0;
-  size_t i = 0;
-  while (i < len) {
-    char c = text[i];
-    if (c == '{' || c == '[') {
-      if (depth == LSP_KEY_DEPTH) return NULL;
-      st[depth++] = (lsp_kframe_t){.object = c == '{', .want_key = c == '{'};
-      i++;
-    } else if (c == '}' || c == ']') {
-      if (depth) depth--;
-      if (i >= off) return NULL;
-      i++;
-    } else if (c == ',') {
-      if (depth && st[depth - 1].object) st[depth - 1].want_key = true;
-      i++;
-    } else if (c == ':') {
-      if (depth && st[depth - 1].object) st[depth - 1].want_key = false;
-      i++;
-    } else if (c == '"') {
-      size_t s0 = i + 1, e = s0;
-      while (e < len && text[e] != '"' && text[e] != '\n')
-        e += text[e] == '\\' ? 2 : 1;
-      if (e > len) e = len;
-      bool is_key = depth && st[depth - 1].object && st[depth - 1].want_key;
-      if (is_key) {
-        st[depth - 1].kstart = s0;
-        st[depth - 1].kend = e;
-      }
-      /* The cursor on a key, or on a scalar value: the key it belongs to. */
-      if (off >= i && off <= e && depth && st[depth - 1].object &&
-          st[depth - 1].kend > st[depth - 1].kstart) {
-        if (kstart) *kstart = st[depth - 1].kstart;
-        if (kend) *kend = st[depth - 1].kend;
-        return lsp_key_path(text, st, depth, st[depth - 1].kstart, st[depth - 1].kend);
-      }
-      i = e < len ? e + 1 : len;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-      i++;
-    } else {
-      size_t e = i;
-      while (e < len && !strchr(",}]: \t\r\n", text[e]))
-        e++;
-      if (off >= i && off < e && depth && st[depth - 1].object && !st[depth - 1].want_key &&
-          st[depth - 1].kend > st[depth - 1].kstart) {
-        if (kstart) *kstart = st[depth - 1].kstart;
-        if (kend) *kend = st[depth - 1].kend;
-        return lsp_key_path(text, st, depth, st[depth - 1].kstart, st[depth - 1].kend);
-      }
-      i = e > i ? e : i + 1;
-    }
-    if (i > off + 1 && depth == 0) return NULL;
-  }
-  return NULL;
+  return ddx_jp_key_at(text, len, off, kstart, kend);
 }
 
 /* ------------------------------------------------------ ds_config checks */

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "ddx/dsconfig.h"
+#include "ddx/file.h"
 
 /* ------------------------------------------------------------------ texts */
 
@@ -100,20 +101,9 @@ size_t ddx_lsp_line_of(const ddx_lsp_text_t *t, size_t offset) {
  * in UTF-16 code units. An invalid byte counts as one byte and one unit,
  * the U+FFFD an editor shows for it. */
 static size_t lsp_cp(const unsigned char *p, size_t n, size_t *units) {
-  *units = 1;
-  unsigned c = p[0];
-  size_t k = c < 0x80                 ? 1
-             : c >= 0xC2 && c <= 0xDF ? 2
-             : c >= 0xE0 && c <= 0xEF ? 3
-             : c >= 0xF0 && c <= 0xF4 ? 4
-                                      : 0;
-  if (k <= 1 || k > n) return 1;
-  for (size_t i = 1; i < k; i++)
-    if ((p[i] & 0xC0) != 0x80) return 1;
-  if (k == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0))) return 1;
-  if (k == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))) return 1;
-  if (k == 4) *units = 2;
-  return k;
+  size_t k = ddx_utf8_len(p, n);
+  *units = k == 4 ? 2 : 1;
+  return k ? k : 1;
 }
 
 size_t ddx_lsp_offset(const ddx_lsp_text_t *t, int enc, size_t line, size_t character) {
@@ -506,9 +496,7 @@ static bool lsp_ends_with(const char *s, const char *suffix) {
 /* The kind a file name decides (a .log is a log whatever languageId a
  * one-language client such as eglot sends), or -1. */
 static int lsp_kind_by_name(const char *base) {
-  if (lsp_ends_with(base, ".log") || lsp_ends_with(base, ".out") || lsp_ends_with(base, ".err") ||
-      !strncmp(base, "slurm-", 6))
-    return DDX_LSP_DOC_LOG;
+  if (ddx_is_log_name(base, true)) return DDX_LSP_DOC_LOG;
   if (lsp_ends_with(base, ".json") || lsp_ends_with(base, ".jsonc")) return DDX_LSP_DOC_JSON;
   return -1;
 }

@@ -19,6 +19,7 @@
 #include "ddx/events.h"
 #include "ddx/file.h"
 #include "ddx/hub.h"
+#include "ddx/jsonpos.h"
 #include "ddx/live.h"
 #include "ddx/lsp.h"
 #include "ddx/memory.h"
@@ -26,49 +27,9 @@
 #include "ddx/rules.h"
 #include "ddx/scan.h"
 #include "ddx/split.h"
+#include "ddx/version.h"
 
-#define DDX_VERSION "0.1.0"
 #define MAX_RULE_DIRS 32
-
-static const char *const usage_text =
-    "usage: ddx <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] "
-    "FILE|DIR...|-\n"
-    "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: error\n"
-    "      --events-out FILE: also write the compact per-node events for ddx merge\n"
-    "      --threads N: scan a big file (64 MiB+, $DDX_SPLIT_MIN bytes) in N parts at once\n"
-    "                   (default: the CPUs available, at most 16)\n"
-    "  run [--stall SECONDS] [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
-    "      run a training command, pass its output through, diagnose it when it fails\n"
-    "  watch [--format text|json] [--stall SECONDS] [--exit-on-failure] [--metrics FILE]\n"
-    "        [--on-failure CMD] [--from-end] FILE|DIR...\n"
-    "      follow growing logs and report each failure once as it appears\n"
-    "  merge [--format text|json|sarif] EVENTS...\n"
-    "      diagnose a whole job from the event files each node's ddx wrote\n"
-    "  explain [--json] ID       print a catalog entry\n"
-    "  rules list                list the catalog\n"
-    "  catalog [--markdown [-o FILE] | --html DIR] [--rules DIR]...\n"
-    "      the failure encyclopedia: the list, one Markdown page (docs/catalog.md) or a\n"
-    "      static site (hub by phase and family, look-alikes side by side, a page per class)\n"
-    "  rules check [--strict] [DIR...]\n"
-    "                            validate rules, compile regexes, run every sample\n"
-    "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
-    "  rules --literals          print every distinct prefilter literal (for rg -F -f)\n"
-    "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"
-    "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
-    "               [--model config.json] [--seq-len S] [--micro-batch B] [--tp N] [--pp N]\n"
-    "               [--sp N] [--flash-attention yes|no] [--checkpointing yes|no]\n"
-    "               [--cuda-context GiB] [--reserve FRACTION]\n"
-    "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable;\n"
-    "      with --model (a Hugging Face config.json) or --params: the peak memory per GPU as\n"
-    "      terms (model states, activations, logits, buffers, runtime) and \"OOM predicted\",\n"
-    "      \"tight\" or \"fits, N GiB headroom\" against --gpu-memory (docs/memory.md)\n"
-    "  version                   print the version\n"
-    "\n"
-    "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
-    "rules/ folder next to the binary's install or build tree.\n";
 
 typedef struct cli {
   const char *rule_dirs[MAX_RULE_DIRS];
@@ -76,9 +37,11 @@ typedef struct cli {
   char default_dir[PATH_MAX];
 } cli_t;
 
+static void put_usage(FILE *f);
+
 static int usage(const char *msg) {
   if (msg) fprintf(stderr, "ddx: %s\n", msg);
-  fputs(usage_text, stderr);
+  put_usage(stderr);
   return 2;
 }
 
@@ -605,16 +568,6 @@ static bool cc_count(const char *s, double *out) {
   return true;
 }
 
-static void cc_linecol(const char *t, size_t len, size_t off, size_t *line, size_t *col) {
-  *line = 1, *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
-    if (t[i] == '\n' || (t[i] == '\r' && (i + 1 >= len || t[i + 1] != '\n')))
-      ++*line, *col = 1;
-    else if (t[i] != '\r' && ((unsigned char)t[i] & 0xC0) != 0x80)
-      ++*col;
-  }
-}
-
 /* A positive integer option value (--tp 8). */
 static bool cc_int(const char *s, int64_t *out) {
   char *e;
@@ -797,8 +750,8 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l0, c0, l1, c1;
-      cc_linecol(text, len, x->start, &l0, &c0);
-      cc_linecol(text, len, x->end, &l1, &c1);
+      ddx_text_line_col(text, len, x->start, &l0, &c0);
+      ddx_text_line_col(text, len, x->end, &l1, &c1);
       json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "line",
                             (json_int_t)l0, "column", (json_int_t)c0, "end_line", (json_int_t)l1,
                             "end_column", (json_int_t)c1, "start", (json_int_t)x->start, "end",
@@ -835,7 +788,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     for (size_t i = 0; i < res.n; i++) {
       const ddx_dscheck_finding_t *x = &res.findings[i];
       size_t l, col;
-      cc_linecol(text, len, x->start, &l, &col);
+      ddx_text_line_col(text, len, x->start, &l, &col);
       cli_say(stdout, "%s:%zu:%zu: %s: %s [%s]\n", file, l, col, sev[x->severity], x->message,
               x->code);
     }
@@ -871,27 +824,115 @@ static int finish_output(int rc) {
   return rc;
 }
 
+/* ---- the commands: one table drives the usage text and the dispatch ---- */
+
+static int cmd_diagnose_logs(cli_t *c, int argc, char **argv) {
+  return cmd_diagnose(c, argc, argv, false);
+}
+
+static int cmd_merge(cli_t *c, int argc, char **argv) {
+  return cmd_diagnose(c, argc, argv, true);
+}
+
+static int cmd_run(cli_t *c, int argc, char **argv) {
+  return cmd_live(c, false, argc, argv);
+}
+
+static int cmd_watch(cli_t *c, int argc, char **argv) {
+  return cmd_live(c, true, argc, argv);
+}
+
+static int cmd_lsp(cli_t *c, int argc, char **argv) {
+  (void)c;
+  return ddx_lsp_main(argc, argv);
+}
+
+static int cmd_version(cli_t *c, int argc, char **argv) {
+  (void)c, (void)argc, (void)argv;
+  printf("ddx %s\n", DDX_VERSION);
+  return 0;
+}
+
+static int cmd_help(cli_t *c, int argc, char **argv) {
+  (void)c, (void)argc, (void)argv;
+  put_usage(stdout);
+  return 0;
+}
+
+/* In the order of the usage text; a name may come more than once (the rules
+ * command's lines sit around catalog's), the first entry runs it. An entry
+ * without usage lines is an alias the text does not list. */
+static const struct cli_command {
+  const char *name;
+  int (*run)(cli_t *c, int argc, char **argv);
+  const char *usage; /* its lines of the usage text */
+} commands[] = {
+    {"diagnose", cmd_diagnose_logs,
+     "  diagnose [--format text|json|sarif] [--evidence] [--rules DIR]... [--color|--no-color] "
+     "FILE|DIR...|-\n"
+     "      diagnose training logs (- reads stdin); exit 0: no failure, 1: failure found, 2: "
+     "error\n"
+     "      --events-out FILE: also write the compact per-node events for ddx merge\n"
+     "      --threads N: scan a big file (64 MiB+, $DDX_SPLIT_MIN bytes) in N parts at once\n"
+     "                   (default: the CPUs available, at most 16)\n"},
+    {"run", cmd_run,
+     "  run [--stall SECONDS] [--json-out FILE] [--metrics FILE] [--on-failure CMD] -- COMMAND...\n"
+     "      run a training command, pass its output through, diagnose it when it fails\n"},
+    {"watch", cmd_watch,
+     "  watch [--format text|json] [--stall SECONDS] [--exit-on-failure] [--metrics FILE]\n"
+     "        [--on-failure CMD] [--from-end] FILE|DIR...\n"
+     "      follow growing logs and report each failure once as it appears\n"},
+    {"merge", cmd_merge,
+     "  merge [--format text|json|sarif] EVENTS...\n"
+     "      diagnose a whole job from the event files each node's ddx wrote\n"},
+    {"explain", cmd_explain, "  explain [--json] ID       print a catalog entry\n"},
+    {"rules", cmd_rules, "  rules list                list the catalog\n"},
+    {"catalog", cmd_catalog,
+     "  catalog [--markdown [-o FILE] | --html DIR] [--rules DIR]...\n"
+     "      the failure encyclopedia: the list, one Markdown page (docs/catalog.md) or a\n"
+     "      static site (hub by phase and family, look-alikes side by side, a page per class)\n"},
+    {"rules", cmd_rules,
+     "  rules check [--strict] [DIR...]\n"
+     "                            validate rules, compile regexes, run every sample\n"
+     "  rules --patterns          print every signature regex, one per line (for rg/grep -f)\n"
+     "  rules --literals          print every distinct prefilter literal (for rg -F -f)\n"},
+    {"lsp", cmd_lsp,
+     "  lsp [--stdio]             run the language server on stdin/stdout (LSP 3.17)\n"},
+    {"check-config", cmd_check_config,
+     "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
+     "               [--model config.json] [--seq-len S] [--micro-batch B] [--tp N] [--pp N]\n"
+     "               [--sp N] [--flash-attention yes|no] [--checkpointing yes|no]\n"
+     "               [--cuda-context GiB] [--reserve FRACTION]\n"
+     "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable;\n"
+     "      with --model (a Hugging Face config.json) or --params: the peak memory per GPU as\n"
+     "      terms (model states, activations, logits, buffers, runtime) and \"OOM predicted\",\n"
+     "      \"tight\" or \"fits, N GiB headroom\" against --gpu-memory (docs/memory.md)\n"},
+    {"version", cmd_version, "  version                   print the version\n"},
+    {"--version", cmd_version, NULL},
+    {"help", cmd_help, NULL},
+    {"--help", cmd_help, NULL},
+    {"-h", cmd_help, NULL},
+};
+
+static void put_usage(FILE *f) {
+  fputs("usage: ddx <command> [options]\n"
+        "\n"
+        "commands:\n",
+        f);
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (commands[i].usage) fputs(commands[i].usage, f);
+  fputs("\n"
+        "The catalog is read from --rules DIR (repeatable), else $DDX_RULES, else the\n"
+        "rules/ folder next to the binary's install or build tree.\n",
+        f);
+}
+
 static int run_command(int argc, char **argv) {
   cli_t c = {0};
   if (argc < 2) return usage(NULL);
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "diagnose")) return cmd_diagnose(&c, argc - 2, argv + 2, false);
-  if (!strcmp(cmd, "merge")) return cmd_diagnose(&c, argc - 2, argv + 2, true);
-  if (!strcmp(cmd, "explain")) return cmd_explain(&c, argc - 2, argv + 2);
-  if (!strcmp(cmd, "catalog")) return cmd_catalog(&c, argc - 2, argv + 2);
-  if (!strcmp(cmd, "run") || !strcmp(cmd, "watch"))
-    return cmd_live(&c, !strcmp(cmd, "watch"), argc - 2, argv + 2);
-  if (!strcmp(cmd, "rules")) return cmd_rules(&c, argc - 2, argv + 2);
-  if (!strcmp(cmd, "lsp")) return ddx_lsp_main(argc - 2, argv + 2);
-  if (!strcmp(cmd, "check-config")) return cmd_check_config(&c, argc - 2, argv + 2);
-  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-    printf("ddx %s\n", DDX_VERSION);
-    return 0;
-  }
-  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-    fputs(usage_text, stdout);
-    return 0;
-  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(cmd, commands[i].name)) return commands[i].run(&c, argc - 2, argv + 2);
   fprintf(stderr, "ddx: unknown command \"%s\"\n", cmd);
   return usage(NULL);
 }

@@ -9,8 +9,7 @@
 
 #include "ddx/dscheck.h"
 #include "ddx/hub.h"
-
-#define DDX_VERSION "0.1.0"
+#include "ddx/version.h"
 
 /* ---------------------------------------------------------------- helpers */
 

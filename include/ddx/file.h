@@ -68,8 +68,25 @@ typedef bool (*ddx_name_filter_fn)(const char *name);
 int ddx_walk_files(const char *path, ddx_name_filter_fn want, ddx_vec_t *out, size_t max_files,
                    size_t *skipped, ddx_error_t *err);
 
-/* ddx_walk_files for logs (*.log, *.out, *.err, *.txt, torchrun's
- * stdout/stderr, Slurm's slurm-*); "-" (stdin) is passed through. */
+/* Which files are logs, the one list: a name ending in one of the
+ * suffixes, or Slurm's slurm-* (torchrun's stdout/stderr files are .log).
+ * In a folder ddx diagnose walks, .txt too (a job's output saved by hand)
+ * and suffixes as written; in the editor (the language server, and the VS
+ * Code client's package.json languages and documentSelector, which
+ * tests/unit/test_lognames.c compares with this list) not .txt (a notes.txt
+ * is not a log) and in any case (VS Code matches extensions so). The
+ * suffix list ends with a NULL suffix. */
+#define DDX_LOG_PREFIX "slurm-"
+typedef struct ddx_log_suffix {
+  const char *suffix; /* ".log" */
+  bool editor;        /* the editor takes it too */
+} ddx_log_suffix_t;
+extern const ddx_log_suffix_t ddx_log_suffixes[];
+/* True when a file's base name is a log's, for the editor or a folder. */
+bool ddx_is_log_name(const char *name, bool editor);
+
+/* ddx_walk_files for logs (ddx_is_log_name for a folder); "-" (stdin) is
+ * passed through. */
 int ddx_list_inputs(const char *path, ddx_vec_t *out, size_t max_files, size_t *skipped,
                     ddx_error_t *err);
 

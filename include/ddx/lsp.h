@@ -38,7 +38,6 @@ int ddx_lsp_main(int argc, char **argv);
 
 /* ------------------------------------------------------ shared internals */
 
-#define DDX_LSP_VERSION "0.1.0"
 #define DDX_LSP_DEFAULT_MAX_FRAME ((size_t)128 << 20) /* DDX_LSP_MAX_FRAME overrides */
 #define DDX_LSP_MAX_DIAGNOSTICS 200                   /* per document */
 #define DDX_LSP_PROGRESS_MIN_BYTES ((size_t)4 << 20)  /* scans at least this big report progress */
