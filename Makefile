@@ -112,7 +112,7 @@ bench: build
 PY := /usr/bin/python3
 
 format-check: deps
-	@clang-format --dry-run -Werror server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c && echo "format: clean"
+	@clang-format --dry-run -Werror server/*/*.c server/lsp/internal.h include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c && echo "format: clean"
 
 # libFuzzer targets: a short fixed budget in make test, a long run in make fuzz.
 fuzz-short: deps
@@ -171,7 +171,7 @@ catalog: build
 	$(BUILD)/ddx catalog --markdown -o docs/catalog.md
 
 format:
-	clang-format -i server/*.c include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+	clang-format -i server/*/*.c server/lsp/internal.h include/ddx/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_ARM64)

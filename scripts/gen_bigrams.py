@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generates server/bigrams.h: log-frequencies of the 1024 most common byte
+"""Generates server/engine/bigrams.h: log-frequencies of the 1024 most common byte
 pairs in real training logs (tests/corpus/dev/*.log), used by the literal
 prefilter to anchor each literal on its rarest window. Rerun after the
-corpus grows: python3 scripts/gen_bigrams.py > server/bigrams.h"""
+corpus grows: python3 scripts/gen_bigrams.py > server/engine/bigrams.h"""
 import collections, glob, math, os
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 cnt = collections.Counter()

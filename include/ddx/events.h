@@ -9,7 +9,7 @@
  * An events file is input like any other: the reader trusts none of its
  * numbers or strings. What it refuses (the whole file) and what it skips
  * (one item, with a counted warning) is described at the top of the reader
- * in server/events.c. */
+ * in server/engine/events.c. */
 #ifndef DDX_EVENTS_H
 #define DDX_EVENTS_H
 

@@ -6,7 +6,7 @@
  * fourth position and looks the hashes up in bitmaps; short literals (2-6
  * bytes) are found by their rarest byte pair in a second, Teddy-style SIMD
  * pass. Only a set bit or a pair match leads to comparing the few literals
- * behind it. Details in server/prefilter.c. Literal ids are dense 0..n-1 in
+ * behind it. Details in server/engine/prefilter.c. Literal ids are dense 0..n-1 in
  * insertion order. Immutable once built: one prefilter serves any number
  * of threads. */
 #ifndef DDX_PREFILTER_H

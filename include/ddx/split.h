@@ -1,9 +1,10 @@
 /* ddx/split.h - owns scanning one big file on several threads: it cuts a
  * regular file into parts after newlines (ddx_scan_plan), scans each part
- * with its own ddx_scan_t on a libuv thread (the first on the caller's),
- * and merges them in order into the caller's scan (ddx_scan_merge), so the
- * result is what one pass would have stored. A front-end module, like the
- * CLI and the language server that use it: the engine has no threads. */
+ * with its own ddx_scan_t on a POSIX thread of its own (the first on the
+ * caller's), and merges them in order into the caller's scan
+ * (ddx_scan_merge), so the result is what one pass would have stored. The
+ * CLI and the language server use it; the threads live only inside
+ * ddx_split_scan_fd, and no state outlives the call. */
 #ifndef DDX_SPLIT_H
 #define DDX_SPLIT_H
 

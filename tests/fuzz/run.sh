@@ -8,18 +8,15 @@ secs=${1:-20}
 root=$(pwd)
 out=${DDX_FUZZ_BUILD:-$root/build-fuzz}
 mkdir -p "$out"
-engine=$(ls server/*.c | grep -v -E 'server/(main|lsp.*|live.*|split)\.c$')
-lsp="$(ls server/lsp*.c) server/split.c" # the server and the front-end module it uses
-cflags="-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -fno-omit-frame-pointer"
-san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-libs="$(pkg-config --libs jansson libpcre2-8 libuv) -lm"
+# The targets link the libraries the program is built from (CMake, clang,
+# DDX_FUZZ=ON: every library instrumented), never a list of sources.
+if ! { CC=clang cmake -S "$root" -B "$out" -DDDX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+         -DCMAKE_C_FLAGS_RELWITHDEBINFO="-g -O1" >"$out/configure.log" 2>&1 &&
+       cmake --build "$out" -j"$(nproc)" --target fuzz_scan fuzz_dsconfig fuzz_rules fuzz_lsp >"$out/build.log" 2>&1; }; then
+  echo "fuzz: build failed"; tail -30 "$out/configure.log" "$out/build.log"; echo "0 passed, 1 failed"; exit 1
+fi
 pass=0 fail=0
 for t in scan dsconfig rules lsp; do
-  extra=""
-  [ $t = lsp ] && extra=$lsp
-  if ! clang $cflags $san $engine $extra "tests/fuzz/fuzz_$t.c" $libs -o "$out/fuzz_$t" 2>"$out/build_$t.log"; then
-    echo "fuzz_$t: build failed"; cat "$out/build_$t.log"; fail=$((fail + 1)); continue
-  fi
   case $t in
     scan) seeds="tests/corpus/dev examples" ;;
     dsconfig) seeds="tests/fuzz/seeds/dsconfig" ;;

@@ -3,7 +3,7 @@
  * what the key does, its type, default and effect on memory from the JSON
  * Schema rules/ds_config.schema.json (ddx/dscheck.h), and on
  * zero_optimization the model-state memory estimate of the config. */
-#include "ddx/lsp.h"
+#include "internal.h"
 
 #include "ddx/report.h"
 

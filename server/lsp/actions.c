@@ -46,7 +46,7 @@
  * (ddx/dscheck.h via lsp_config.c): a misspelt or deprecated key renamed,
  * planned like any other patch, so the edit keeps the file's style. */
 #define _GNU_SOURCE
-#include "ddx/lsp.h"
+#include "internal.h"
 
 #include "ddx/file.h"
 #include "ddx/report.h"

@@ -5,7 +5,7 @@
  * the watch on the editor's process. Documents live in lsp_docs.c, scans
  * and commands in lsp_diag.c, hovers in lsp_hover.c, quick fixes in
  * lsp_actions.c. */
-#include "ddx/lsp.h"
+#include "internal.h"
 #include "ddx/version.h"
 
 #include <errno.h>

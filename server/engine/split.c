@@ -1,4 +1,5 @@
 /* split.c - one big file scanned on several threads (see ddx/split.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "ddx/split.h"
 
 #include <stdbool.h>
@@ -6,12 +7,17 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <uv.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "ddx/file.h"
 
 size_t ddx_split_threads(void) {
-  unsigned cpus = uv_available_parallelism();
+  /* the CPUs this process may run on (what libuv's
+   * uv_available_parallelism counts on Linux) */
+  cpu_set_t set;
+  long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned cpus = n < 1 ? 1 : (unsigned)n;
   return cpus > DDX_SPLIT_MAX_THREADS ? DDX_SPLIT_MAX_THREADS : cpus ? cpus : 1;
 }
 
@@ -23,13 +29,14 @@ typedef struct part {
   uint64_t from, to;
   int rc;
   ddx_error_t err;
-  uv_thread_t tid;
+  pthread_t tid;
   bool threaded; /* tid is to be joined */
 } part_t;
 
-static void part_run(void *arg) {
+static void *part_run(void *arg) {
   part_t *p = arg;
   p->rc = ddx_scan_fd_range(&p->scan, p->fd, p->path, p->from, p->to, &p->err);
+  return NULL;
 }
 
 int ddx_split_scan(ddx_scan_t *scan, const char *path, size_t threads, uint64_t split_min,
@@ -69,13 +76,13 @@ int ddx_split_scan_fd(ddx_scan_t *scan, int fd, const struct stat *st, const cha
     p->scan.on_read = scan->on_read;
     p->scan.on_read_ctx = scan->on_read_ctx;
     started = i;
-    p->threaded = uv_thread_create(&p->tid, part_run, p) == 0;
+    p->threaded = pthread_create(&p->tid, NULL, part_run, p) == 0;
     if (!p->threaded) part_run(p); /* no thread: scan it here */
   }
   if (!rc) rc = ddx_scan_fd_range(scan, fd, path, 0, bounds[1], err);
   for (size_t i = 1; i <= started; i++) {
     part_t *p = &parts[i];
-    if (p->threaded) uv_thread_join(&p->tid);
+    if (p->threaded) pthread_join(p->tid, NULL);
     if (!rc && p->rc) {
       *err = p->err;
       rc = p->rc;

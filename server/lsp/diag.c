@@ -8,7 +8,7 @@
  * reference: the loop thread may apply edits or reload the catalog while it
  * runs. Its result is published only when the document still has the
  * version it scanned. */
-#include "ddx/lsp.h"
+#include "internal.h"
 #include "ddx/split.h"
 
 #include "ddx/file.h"

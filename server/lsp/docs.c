@@ -8,7 +8,7 @@
  * Lines end at \n, \r\n or a bare \r exactly as the engine counts them
  * (ddx/scan.h), so engine line N is LSP line N-1 on the same text. */
 #define _GNU_SOURCE /* memmem */
-#include "ddx/lsp.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <stdlib.h>

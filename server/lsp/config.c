@@ -6,7 +6,7 @@
  * of open JSON documents published as diagnostics, with the facts they use
  * (settings, a model config.json in the workspace, the last diagnosed log);
  * and what a log says about the job (DeepSpeed's config print). */
-#include "ddx/lsp.h"
+#include "internal.h"
 
 #include "ddx/file.h"
 
