@@ -122,7 +122,7 @@ export function registerDiagnose(ctx: DdxContext): void {
     try {
       report = await run();
     } catch (e) {
-      // the server says why in error.data (server/lsp_diag.c), not only in words
+      // the server says why in error.data (server/lsp/commands.c), not only in words
       if (!(e instanceof ResponseError) || (e.data as DiagnoseFileError | undefined)?.reason !== 'outsideWorkspace') throw e;
       const pick = await vscode.window.showWarningMessage(`ddx: ${label} is outside the workspace folders.`, 'Allow and Diagnose');
       if (pick !== 'Allow and Diagnose') return undefined;

@@ -57,7 +57,7 @@ export async function waitForDdxDiagnostics(uri: vscode.Uri, timeoutMs: number, 
 
 /**
  * The id of the rule's config patch a ddx quick fix applies: the server sends it as the code
- * action's data.patch (server/lsp_actions.c), which vscode-languageclient keeps on the action.
+ * action's data.patch (server/lsp/actions.c), which vscode-languageclient keeps on the action.
  */
 export function patchIdOf(a: vscode.CodeAction): string | undefined {
   const data = (a as vscode.CodeAction & { data?: unknown }).data;

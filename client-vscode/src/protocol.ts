@@ -1,5 +1,5 @@
 // The ddx language server's own commands as typed requests: each is a workspace/executeCommand
-// (server/lsp_diag.c, ddx_lsp_execute_command) whose command name, arguments and result are
+// (server/lsp/commands.c, ddx_lsp_execute_command) whose command name, arguments and result are
 // declared once here, so a caller sends `DiagnoseTextRequest` with `{ text }` and gets a Report,
 // with no string command and no cast at the call site.
 import { ExecuteCommandParams, RequestType } from 'vscode-languageclient/node';

@@ -2,7 +2,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-/** The settings the language server reads (server/lsp_diag.c, ddx_lsp_apply_settings). */
+/** The settings the language server reads (server/lsp/workspace.c, ddx_lsp_apply_settings). */
 export interface ServerSettings {
   rules: { extraPaths: string[] };
   dsConfig: { path: string | null };

@@ -242,7 +242,7 @@ export function fixesHtml(fixes: FixView[], idx: number, note?: string): string 
 
 // ------------------------------------------------------------------------------------ catalog
 
-/** An axis of the catalog's matrix (the hub's, server/hub.c): an id and its heading. */
+/** An axis of the catalog's matrix (the hub's, server/engine/hub.c): an id and its heading. */
 export interface Axis {
   id: string;
   title: string;

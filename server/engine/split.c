@@ -16,7 +16,8 @@ size_t ddx_split_threads(void) {
   /* the CPUs this process may run on (what libuv's
    * uv_available_parallelism counts on Linux) */
   cpu_set_t set;
-  long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  long n =
+      sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
   unsigned cpus = n < 1 ? 1 : (unsigned)n;
   return cpus > DDX_SPLIT_MAX_THREADS ? DDX_SPLIT_MAX_THREADS : cpus ? cpus : 1;
 }

@@ -1,6 +1,6 @@
-/* lsp_actions.c - textDocument/codeAction (see ddx/lsp.h): a log
+/* actions.c - textDocument/codeAction (see ddx/lsp.h): a log
  * diagnostic's rule carries config_patches; each is planned by the engine
- * (ddx/dsconfig.h through lsp_config.c) against the project's
+ * (ddx/dsconfig.h through config.c) against the project's
  * ds_config.json and offered as a WorkspaceEdit the user can undo. The
  * server never writes a file.
  *
@@ -43,7 +43,7 @@
  * $/cancelRequest, shutdown and exit answer pending ones.
  *
  * On a ds_config document itself, the quick fixes of its own diagnostics
- * (ddx/dscheck.h via lsp_config.c): a misspelt or deprecated key renamed,
+ * (ddx/dscheck.h via config.c): a misspelt or deprecated key renamed,
  * planned like any other patch, so the edit keeps the file's style. */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -526,7 +526,7 @@ static void lsp_named_cand(const ddx_lsp_server_t *s, const ddx_lsp_doc_t *log, 
     ddx_sb_printf(cand, "%.*s/%s", slash ? (int)(slash - log->path) : 1, slash ? log->path : ".",
                   named);
   } else if (b >= 2 && named[0] != '/') {
-    ddx_sb_printf(cand, "%s/%s", s->folders[b - 2], named);
+    ddx_sb_printf(cand, "%s/%s", s->ws.folders[b - 2], named);
   }
 }
 
@@ -536,7 +536,7 @@ static void lsp_log_cands(const ddx_lsp_server_t *s, ddx_lsp_doc_t *log, lsp_str
                           lsp_strs_t *names) {
   if (!lsp_log_named(log)) return;
   for (size_t i = 0; i < log->nnamed; i++) {
-    for (size_t b = 0; b < s->nfolders + 2; b++) {
+    for (size_t b = 0; b < s->ws.nfolders + 2; b++) {
       ddx_sb_t cand;
       ddx_sb_init(&cand);
       lsp_named_cand(s, log, i, b, &cand);
@@ -562,7 +562,7 @@ static bool lsp_str_eq(const char *a, const char *b) {
  * config, and (age) completed less than LSP_CFG_FRESH_NS ago. */
 static bool lsp_cfg_fresh(ddx_lsp_server_t *s, const lsp_ix_t *ix, ddx_lsp_doc_t *log, bool age) {
   const lsp_cfgsnap_t *n = ix->snap;
-  if (!n || n->gen != ix->gen || !lsp_str_eq(n->setting, s->dsconfig_path)) return false;
+  if (!n || n->gen != ix->gen || !lsp_str_eq(n->setting, s->ws.dsconfig_path)) return false;
   if (age && ddx_lsp_now_ns() - n->done_ns > LSP_CFG_FRESH_NS) return false;
   const char *printed = log->result ? log->result->facts.ds_json : NULL;
   if (printed && lsp_strs_find(&n->printed, printed) < 0 && n->printed.n < LSP_CFG_MAX_PRINTED)
@@ -606,13 +606,13 @@ static void lsp_cfg_done(uv_work_t *req, int status) {
   double ms = (double)(n->done_ns - j->start_ns) / 1e6;
   ix->job = NULL;
   lsp_cfgjob_free(j);
-  if (cancelled || s->exiting || s->shutdown) {
+  if (cancelled || s->life.exiting || s->life.shutdown) {
     lsp_snap_unref(n);
     return;
   }
   lsp_snap_unref(ix->snap);
   ix->snap = n;
-  if (s->trace != DDX_LSP_TRACE_OFF)
+  if (s->life.trace != DDX_LSP_TRACE_OFF)
     ddx_lsp_log(s, DDX_LSP_LOG_DEBUG,
                 "config index: %zu workspace JSON files, %zu named paths; %zu read, %zu unchanged, "
                 "%zu over the memory limit, in %.1f ms",
@@ -639,9 +639,9 @@ static int lsp_cfg_refresh(ddx_lsp_server_t *s, lsp_ix_t *ix, ddx_lsp_doc_t *fir
   for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
     if (d != first && d->kind == DDX_LSP_DOC_LOG && d->named_of == d->text)
       lsp_log_cands(s, d, &extra, &n->named);
-  if (s->dsconfig_path) {
-    lsp_strs_add(&extra, s->dsconfig_path, LSP_CFG_MAX_EXTRA + 1);
-    n->setting = strdup(s->dsconfig_path);
+  if (s->ws.dsconfig_path) {
+    lsp_strs_add(&extra, s->ws.dsconfig_path, LSP_CFG_MAX_EXTRA + 1);
+    n->setting = strdup(s->ws.dsconfig_path);
   }
   const char *fp = first && first->result ? first->result->facts.ds_json : NULL;
   if (fp) lsp_strs_add(&n->printed, fp, LSP_CFG_MAX_PRINTED);
@@ -656,8 +656,8 @@ static int lsp_cfg_refresh(ddx_lsp_server_t *s, lsp_ix_t *ix, ddx_lsp_doc_t *fir
     n->extra[n->nextra++].path = extra.v[i];
   if (!n->extra) lsp_strs_free(&extra);
   free(extra.v);
-  for (size_t f = 0; f < s->nfolders; f++)
-    lsp_strs_take(&j->folders, strdup(s->folders[f]));
+  for (size_t f = 0; f < s->ws.nfolders; f++)
+    lsp_strs_take(&j->folders, strdup(s->ws.folders[f]));
   j->s = s;
   j->req.data = j;
   j->snap = n;
@@ -665,8 +665,9 @@ static int lsp_cfg_refresh(ddx_lsp_server_t *s, lsp_ix_t *ix, ddx_lsp_doc_t *fir
   atomic_init(&j->cancel, 0);
   j->prev = ix->snap;
   if (j->prev) j->prev->refs++;
-  if ((s->dsconfig_path && !n->setting) || !n->doc_real || !n->extra ||
-      j->folders.n != s->nfolders || uv_queue_work(&s->loop, &j->req, lsp_cfg_work, lsp_cfg_done)) {
+  if ((s->ws.dsconfig_path && !n->setting) || !n->doc_real || !n->extra ||
+      j->folders.n != s->ws.nfolders ||
+      uv_queue_work(&s->loop, &j->req, lsp_cfg_work, lsp_cfg_done)) {
     lsp_snap_unref(j->prev);
     lsp_snap_unref(n);
     lsp_cfgjob_free(j);
@@ -738,7 +739,7 @@ static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, const lsp_c
    * workspace folder; only inside the workspace. */
   if (!lsp_log_named(log)) return false;
   for (size_t i = 0; i < log->nnamed; i++) {
-    for (size_t b = 0; b < s->nfolders + 2; b++) {
+    for (size_t b = 0; b < s->ws.nfolders + 2; b++) {
       ddx_sb_t cand;
       ddx_sb_init(&cand);
       lsp_named_cand(s, log, i, b, &cand);
@@ -770,8 +771,8 @@ static bool lsp_find_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *log, const lsp_c
         return true;
     }
   /* 5. the setting: the one file read wherever it is */
-  if (s->dsconfig_path &&
-      lsp_cfg_from_ent(s, n, lsp_snap_extra(n, s->dsconfig_path), "ddx.dsConfig.path", out, false))
+  if (s->ws.dsconfig_path && lsp_cfg_from_ent(s, n, lsp_snap_extra(n, s->ws.dsconfig_path),
+                                              "ddx.dsConfig.path", out, false))
     return true;
   return false;
 }
@@ -782,11 +783,11 @@ static json_t *lsp_workspace_edit(ddx_lsp_server_t *s, const lsp_cfgsrc_t *cfg,
                                   const ddx_lsp_edit_t *e, size_t n) {
   json_t *edits = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(edits,
-                          json_pack("{s:o, s:o}", "range",
-                                    ddx_lsp_range(cfg->text, s->encoding, e[i].start, e[i].end),
-                                    "newText", ddx_lsp_jstr(e[i].text, strlen(e[i].text))));
-  if (s->cap_doc_changes) {
+    json_array_append_new(
+        edits, json_pack("{s:o, s:o}", "range",
+                         ddx_lsp_range(cfg->text, s->life.encoding, e[i].start, e[i].end),
+                         "newText", ddx_lsp_jstr(e[i].text, strlen(e[i].text))));
+  if (s->life.cap_doc_changes) {
     json_t *ver = cfg->open ? json_integer(cfg->version) : json_null();
     return json_pack("{s:[{s:{s:s, s:o}, s:o}]}", "documentChanges", "textDocument", "uri",
                      cfg->uri, "version", ver, "edits", edits);
@@ -834,7 +835,7 @@ typedef struct lsp_actx {
 static void lsp_refuse(lsp_actx_t *x, const char *title, const char *reason, json_t *diag) {
   if (!x->first_reason[0]) snprintf(x->first_reason, sizeof x->first_reason, "%s", reason);
   x->nrefused++;
-  if (!x->s->cap_disabled) return;
+  if (!x->s->life.cap_disabled) return;
   json_t *a = json_pack("{s:o, s:s, s:{s:o}}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
                         "quickfix", "disabled", "reason", ddx_lsp_jstr(reason, strlen(reason)));
   if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
@@ -1129,7 +1130,7 @@ static void lsp_prefer(lsp_actx_t *x) {
 
 static void lsp_disabled(ddx_lsp_server_t *s, json_t *out, const char *title, const char *reason,
                          json_t *diag) {
-  if (!s->cap_disabled) return; /* a client that cannot show why gets nothing */
+  if (!s->life.cap_disabled) return; /* a client that cannot show why gets nothing */
   json_t *a = json_pack("{s:o, s:s, s:{s:o}}", "title", ddx_lsp_jstr(title, strlen(title)), "kind",
                         "quickfix", "disabled", "reason", ddx_lsp_jstr(reason, strlen(reason)));
   if (diag) json_object_set_new(a, "diagnostics", json_pack("[O]", diag));
@@ -1176,7 +1177,7 @@ static void lsp_config_actions(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t a, 
       json_t *rs = json_object_get(json_object_get(dg, "range"), "start");
       size_t l, ch;
       if (code && !strcmp(code, x->code) && ddx_lsp_get_position(rs, &l, &ch) &&
-          ddx_lsp_offset(d->text, s->encoding, l, ch) == x->start)
+          ddx_lsp_offset(d->text, s->life.encoding, l, ch) == x->start)
         match = dg;
     }
     if (!match && (x->end < a || x->start > b)) continue;
@@ -1369,8 +1370,8 @@ static json_t *lsp_code_action_run(ddx_lsp_server_t *s, json_t *params, ddx_lsp_
   }
   ddx_lsp_doc_t *d = ddx_lsp_doc_find(s, uri);
   if (d && d->kind == DDX_LSP_DOC_JSON) {
-    lsp_config_actions(s, d, ddx_lsp_offset(d->text, s->encoding, l0, c0),
-                       ddx_lsp_offset(d->text, s->encoding, l1, c1), ctx, out);
+    lsp_config_actions(s, d, ddx_lsp_offset(d->text, s->life.encoding, l0, c0),
+                       ddx_lsp_offset(d->text, s->life.encoding, l1, c1), ctx, out);
     return out;
   }
   if (!d || d->kind != DDX_LSP_DOC_LOG || !d->result) return out;
@@ -1443,7 +1444,7 @@ static json_t *lsp_code_action_run(ddx_lsp_server_t *s, json_t *params, ddx_lsp_
   for (size_t k = 0; k < nr; k++)
     lsp_rule_actions(x, rules[k], diags[k], have);
   lsp_prefer(x);
-  if (!x->noffers && x->nrefused && !s->cap_disabled) {
+  if (!x->noffers && x->nrefused && !s->life.cap_disabled) {
     /* a client that shows no disabled actions still hears why none applies */
     char title[900], message[1200];
     snprintf(title, sizeof title, "ddx: no quick fix applies%s%s: %s", have ? " in " : "",

@@ -1,4 +1,4 @@
-/* lsp_config.c - the language server's side of ds_config.json (see
+/* config.c - the language server's side of ds_config.json (see
  * ddx/lsp.h): the one file that calls the engine's config parser and patch
  * planner (ddx/dsconfig.h), plus the dotted key path under the cursor for
  * hovers (ddx/jsonpos.h's tolerant scan: it must work on a file that does
@@ -103,27 +103,27 @@ static int lsp_cmp_cstr(const void *a, const void *b) {
 }
 
 const ddx_dscheck_t *ddx_lsp_cfg_schema(ddx_lsp_server_t *s) {
-  if (s->dscheck || s->dscheck_tried) return s->dscheck;
-  s->dscheck_tried = true;
+  if (s->cfg.dscheck || s->cfg.dscheck_tried) return s->cfg.dscheck;
+  s->cfg.dscheck_tried = true;
   const char *dirs[2] = {s->rules_default, NULL};
 #ifdef DDX_SOURCE_RULES_DIR
   dirs[1] = DDX_SOURCE_RULES_DIR;
 #endif
   ddx_error_t err = {0};
-  for (size_t i = 0; i < 2 && !s->dscheck; i++) {
+  for (size_t i = 0; i < 2 && !s->cfg.dscheck; i++) {
     if (!dirs[i]) continue;
     ddx_sb_t p;
     ddx_sb_init(&p);
     ddx_sb_printf(&p, "%s/ds_config.schema.json", dirs[i]);
-    if (p.s && ddx_dscheck_load(&s->dscheck, p.s, &err) == 0)
+    if (p.s && ddx_dscheck_load(&s->cfg.dscheck, p.s, &err) == 0)
       ddx_lsp_log(s, DDX_LSP_LOG_INFO, "ds_config schema: %zu keys from %s",
-                  ddx_dscheck_nkeys(s->dscheck), p.s);
+                  ddx_dscheck_nkeys(s->cfg.dscheck), p.s);
     ddx_sb_free(&p);
   }
-  if (!s->dscheck)
+  if (!s->cfg.dscheck)
     ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "ds_config checks are off: %s",
                 err.msg[0] ? err.msg : "no rules folder");
-  return s->dscheck;
+  return s->cfg.dscheck;
 }
 
 /* The search for a model's config.json, on the thread pool: it lists and
@@ -234,25 +234,26 @@ static void lsp_find_model(ddx_lsp_server_t *s);
 static void lsp_model_done(uv_work_t *req, int status) {
   lsp_model_job_t *j = req->data;
   ddx_lsp_server_t *s = j->s;
-  s->model_job = NULL;
-  if (s->exiting || status == UV_ECANCELED) {
+  s->cfg.model_job = NULL;
+  if (s->life.exiting || status == UV_ECANCELED) {
     lsp_model_job_free(j);
     return;
   }
-  if (!s->model_scanned) { /* the folders changed meanwhile: search again */
+  if (!s->cfg.model_scanned) { /* the folders changed meanwhile: search again */
     lsp_model_job_free(j);
     lsp_find_model(s);
     return;
   }
-  bool changed = j->params != s->model_ws_params || j->shape_ok != s->model_shape_ok ||
-                 strcmp(j->from, s->model_ws_from) || strcmp(j->shape_from, s->model_shape_from);
-  bool waiting = s->model_waiting;
-  s->model_waiting = false;
-  s->model_ws_params = j->params;
-  snprintf(s->model_ws_from, sizeof s->model_ws_from, "%s", j->from);
-  s->model_shape = j->shape;
-  s->model_shape_ok = j->shape_ok;
-  snprintf(s->model_shape_from, sizeof s->model_shape_from, "%s", j->shape_from);
+  bool changed = j->params != s->cfg.model_ws_params || j->shape_ok != s->cfg.model_shape_ok ||
+                 strcmp(j->from, s->cfg.model_ws_from) ||
+                 strcmp(j->shape_from, s->cfg.model_shape_from);
+  bool waiting = s->cfg.model_waiting;
+  s->cfg.model_waiting = false;
+  s->cfg.model_ws_params = j->params;
+  snprintf(s->cfg.model_ws_from, sizeof s->cfg.model_ws_from, "%s", j->from);
+  s->cfg.model_shape = j->shape;
+  s->cfg.model_shape_ok = j->shape_ok;
+  snprintf(s->cfg.model_shape_from, sizeof s->cfg.model_shape_from, "%s", j->shape_from);
   if (j->setting && j->setting_err[0])
     ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "ddx.memory.modelConfig %s: %s", j->setting,
                 j->setting_err);
@@ -263,13 +264,14 @@ static void lsp_model_done(uv_work_t *req, int status) {
 /* Starts the search (once at a time); its result arrives in
  * lsp_model_done. */
 static void lsp_find_model(ddx_lsp_server_t *s) {
-  s->model_scanned = true;
-  if (s->model_job) return;
+  s->cfg.model_scanned = true;
+  if (s->cfg.model_job) return;
   lsp_model_job_t *j = calloc(1, sizeof *j);
-  if (j) j->folders = calloc(s->nfolders + 1, sizeof *j->folders);
-  bool ok = j && j->folders && (!s->mem_model_path || (j->setting = strdup(s->mem_model_path)));
-  for (size_t f = 0; ok && f < s->nfolders; f++)
-    ok = (j->folders[f] = strdup(s->folders[f])) != NULL;
+  if (j) j->folders = calloc(s->ws.nfolders + 1, sizeof *j->folders);
+  bool ok =
+      j && j->folders && (!s->ws.mem_model_path || (j->setting = strdup(s->ws.mem_model_path)));
+  for (size_t f = 0; ok && f < s->ws.nfolders; f++)
+    ok = (j->folders[f] = strdup(s->ws.folders[f])) != NULL;
   if (ok) {
     j->s = s;
     j->req.data = j;
@@ -279,33 +281,33 @@ static void lsp_find_model(ddx_lsp_server_t *s) {
     if (j) lsp_model_job_free(j);
     return;
   }
-  s->model_job = j;
+  s->cfg.model_job = j;
 }
 
 void ddx_lsp_cfg_facts(ddx_lsp_server_t *s, ddx_dscheck_facts_t *f, ddx_lsp_cfg_src_t *src) {
   memset(f, 0, sizeof *f);
-  if (!s->model_scanned) lsp_find_model(s); /* the shape is wanted even with the setting */
-  if (s->model_params > 0) {
-    f->params = s->model_params;
+  if (!s->cfg.model_scanned) lsp_find_model(s); /* the shape is wanted even with the setting */
+  if (s->ws.model_params > 0) {
+    f->params = s->ws.model_params;
     snprintf(src->params, sizeof src->params, "the setting ddx.model.parameters");
   } else {
-    if (s->model_ws_params > 0) {
-      f->params = s->model_ws_params;
-      snprintf(src->params, sizeof src->params, "%s", s->model_ws_from);
+    if (s->cfg.model_ws_params > 0) {
+      f->params = s->cfg.model_ws_params;
+      snprintf(src->params, sizeof src->params, "%s", s->cfg.model_ws_from);
     }
   }
   if (f->params > 0) f->params_from = src->params;
-  if (s->world_size > 0) {
-    f->dp_world_size = s->world_size;
+  if (s->ws.world_size > 0) {
+    f->dp_world_size = s->ws.world_size;
     snprintf(src->world, sizeof src->world, "the setting ddx.world.size");
-  } else if (s->log_facts.dp_world_size > 0) {
-    f->dp_world_size = s->log_facts.dp_world_size;
-    snprintf(src->world, sizeof src->world, "%.250s", s->log_facts_from);
+  } else if (s->cfg.log_facts.dp_world_size > 0) {
+    f->dp_world_size = s->cfg.log_facts.dp_world_size;
+    snprintf(src->world, sizeof src->world, "%.250s", s->cfg.log_facts_from);
   }
   if (f->dp_world_size > 0) f->world_from = src->world;
-  if (s->log_facts.gpu_total > 0) {
-    f->gpu_total_bytes = s->log_facts.gpu_total;
-    snprintf(src->gpu, sizeof src->gpu, "the OOM in %.250s", s->log_facts_from);
+  if (s->cfg.log_facts.gpu_total > 0) {
+    f->gpu_total_bytes = s->cfg.log_facts.gpu_total;
+    snprintf(src->gpu, sizeof src->gpu, "the OOM in %.250s", s->cfg.log_facts_from);
     f->gpu_from = src->gpu;
   }
 }
@@ -342,7 +344,7 @@ static void lsp_cfg_publish(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, json_t *diags
 static json_t *lsp_cfg_memory_diag(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d);
 
 void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
-  if (d->kind != DDX_LSP_DOC_JSON || s->exiting || s->shutdown) return;
+  if (d->kind != DDX_LSP_DOC_JSON || s->life.exiting || s->life.shutdown) return;
   /* Decide cheaply first: a vocab.json, tokenizer.json, package.json or a
    * model's config.json is never read as a tree here. A document that had
    * diagnostics is checked once more, to clear them (or to keep saying
@@ -357,12 +359,13 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
     d->cfg_published = false;
     return;
   }
-  if ((s->model_params <= 0 || s->mem_model_path) && (!s->model_scanned || s->model_job)) {
+  if ((s->ws.model_params <= 0 || s->ws.mem_model_path) &&
+      (!s->cfg.model_scanned || s->cfg.model_job)) {
     /* The model's config.json is being looked for (on a worker): this
      * document is checked when it is found or not (lsp_model_done). */
-    if (!s->model_scanned) lsp_find_model(s);
-    if (s->model_job) {
-      s->model_waiting = true;
+    if (!s->cfg.model_scanned) lsp_find_model(s);
+    if (s->cfg.model_job) {
+      s->cfg.model_waiting = true;
       return;
     }
   }
@@ -382,11 +385,11 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
     snprintf(msg, sizeof msg, "not valid JSON for DeepSpeed (hjson comments are fine): %s",
              err.msg);
     if (show)
-      json_array_append_new(
-          diags, json_pack("{s:o, s:i, s:s, s:s, s:o}", "range",
-                           ddx_lsp_range(d->text, s->encoding, at, at < d->text->len ? at + 1 : at),
-                           "severity", 1, "code", "ds-config.syntax", "source", "ddx", "message",
-                           ddx_lsp_jstr(msg, strlen(msg))));
+      json_array_append_new(diags, json_pack("{s:o, s:i, s:s, s:s, s:o}", "range",
+                                             ddx_lsp_range(d->text, s->life.encoding, at,
+                                                           at < d->text->len ? at + 1 : at),
+                                             "severity", 1, "code", "ds-config.syntax", "source",
+                                             "ddx", "message", ddx_lsp_jstr(msg, strlen(msg))));
   } else if (rc == 0) {
     show = ds;
     for (size_t i = 0; show && i < r.n && json_array_size(diags) < DDX_LSP_MAX_DIAGNOSTICS; i++) {
@@ -396,7 +399,7 @@ void ddx_lsp_cfg_check_doc(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
       if (patch) json_object_set_new(data, "patch", patch);
       json_array_append_new(
           diags, json_pack("{s:o, s:i, s:s, s:s, s:o, s:o}", "range",
-                           ddx_lsp_range(d->text, s->encoding, x->start, x->end), "severity",
+                           ddx_lsp_range(d->text, s->life.encoding, x->start, x->end), "severity",
                            x->severity, "code", x->code, "source", "ddx", "message",
                            ddx_lsp_jstr(x->message, strlen(x->message)), "data", data));
     }
@@ -566,14 +569,14 @@ void ddx_lsp_logfacts_from_scan(const ddx_scan_t *scan, ddx_lsp_logfacts_t *f) {
 void ddx_lsp_cfg_log_diagnosed(ddx_lsp_server_t *s, const char *uri, const ddx_lsp_result_t *r) {
   const ddx_lsp_logfacts_t *f = &r->facts;
   if (!(f->gpu_total > 0) && f->dp_world_size <= 0) return;
-  bool changed = f->gpu_total != s->log_facts.gpu_total ||
-                 f->dp_world_size != s->log_facts.dp_world_size ||
-                 strcmp(s->log_facts_from, ddx_lsp_basename(uri));
-  s->log_facts.gpu_total = f->gpu_total;
-  s->log_facts.dp_world_size = f->dp_world_size;
-  s->log_facts.micro_batch = f->micro_batch;
-  s->log_facts.grad_accum = f->grad_accum;
-  snprintf(s->log_facts_from, sizeof s->log_facts_from, "%s", ddx_lsp_basename(uri));
+  bool changed = f->gpu_total != s->cfg.log_facts.gpu_total ||
+                 f->dp_world_size != s->cfg.log_facts.dp_world_size ||
+                 strcmp(s->cfg.log_facts_from, ddx_lsp_basename(uri));
+  s->cfg.log_facts.gpu_total = f->gpu_total;
+  s->cfg.log_facts.dp_world_size = f->dp_world_size;
+  s->cfg.log_facts.micro_batch = f->micro_batch;
+  s->cfg.log_facts.grad_accum = f->grad_accum;
+  snprintf(s->cfg.log_facts_from, sizeof s->cfg.log_facts_from, "%s", ddx_lsp_basename(uri));
   if (changed) ddx_lsp_cfg_check_all(s);
 }
 
@@ -641,19 +644,19 @@ void ddx_lsp_mem_inputs(ddx_lsp_server_t *s, const ddx_lsp_result_t *log, ddx_me
                         ddx_lsp_mem_src_t *src) {
   memset(in, 0, sizeof *in);
   src->world[0] = src->gpu[0] = 0;
-  if (!s->model_scanned) lsp_find_model(s);
-  if (s->model_shape_ok) {
-    in->model = s->model_shape;
-    in->model_from = s->model_shape_from;
+  if (!s->cfg.model_scanned) lsp_find_model(s);
+  if (s->cfg.model_shape_ok) {
+    in->model = s->cfg.model_shape;
+    in->model_from = s->cfg.model_shape_from;
   }
-  if (s->model_params > 0) in->model.params = s->model_params; /* ddx.model.parameters */
-  in->seq_len = s->mem_seq_len > 0 ? s->mem_seq_len : 0;
+  if (s->ws.model_params > 0) in->model.params = s->ws.model_params; /* ddx.model.parameters */
+  in->seq_len = s->ws.mem_seq_len > 0 ? s->ws.mem_seq_len : 0;
   in->flash_attention = -1;
   in->checkpointing = -1;
-  const ddx_lsp_logfacts_t *f = log ? &log->facts : &s->log_facts;
-  const char *from = log ? "the log" : s->log_facts_from;
-  if (s->world_size > 0) {
-    in->world_size = s->world_size;
+  const ddx_lsp_logfacts_t *f = log ? &log->facts : &s->cfg.log_facts;
+  const char *from = log ? "the log" : s->cfg.log_facts_from;
+  if (s->ws.world_size > 0) {
+    in->world_size = s->ws.world_size;
     snprintf(src->world, sizeof src->world, "the setting ddx.world.size");
   } else if (f->dp_world_size > 0) {
     in->world_size = f->dp_world_size;
@@ -677,8 +680,8 @@ void ddx_lsp_mem_inputs(ddx_lsp_server_t *s, const ddx_lsp_result_t *log, ddx_me
   if (f->gpu_total > 0) {
     in->gpu_bytes = f->gpu_total;
     snprintf(src->gpu, sizeof src->gpu, "the OOM in %.250s", from);
-  } else if (s->mem_gpu_gib > 0) {
-    in->gpu_bytes = s->mem_gpu_gib * 1073741824.0;
+  } else if (s->ws.mem_gpu_gib > 0) {
+    in->gpu_bytes = s->ws.mem_gpu_gib * 1073741824.0;
     snprintf(src->gpu, sizeof src->gpu, "the setting ddx.memory.gpuMemoryGiB");
   }
   if (in->gpu_bytes > 0) in->gpu_from = src->gpu;
@@ -697,8 +700,8 @@ static bool lsp_cfg_estimate(ddx_lsp_server_t *s, const ddx_lsp_text_t *text, dd
   ddx_lsp_mem_inputs(s, NULL, in, src);
   /* an "auto" micro batch is the one the last diagnosed log ran with */
   json_t *m = json_object_get(cfg, "train_micro_batch_size_per_gpu");
-  if (json_is_string(m) && s->log_facts.micro_batch > 0)
-    in->micro_batch = (double)s->log_facts.micro_batch;
+  if (json_is_string(m) && s->cfg.log_facts.micro_batch > 0)
+    in->micro_batch = (double)s->cfg.log_facts.micro_batch;
   ddx_error_t err = {0};
   int rc = ddx_mem_estimate(cfg, in, e, &err);
   json_decref(cfg);
@@ -759,7 +762,16 @@ static json_t *lsp_cfg_memory_diag(ddx_lsp_server_t *s, const ddx_lsp_doc_t *d) 
       break;
     }
   return json_pack("{s:o, s:i, s:s, s:s, s:o}", "range",
-                   ddx_lsp_range(d->text, s->encoding, at, end), "severity", 2, "code",
+                   ddx_lsp_range(d->text, s->life.encoding, at, end), "severity", 2, "code",
                    "ds-config.memory-peak", "source", "ddx", "message",
                    ddx_lsp_jstr(msg, strlen(msg)));
+}
+
+void ddx_lsp_cfg_model_changed(ddx_lsp_server_t *s) {
+  s->cfg.model_scanned = false;
+}
+
+void ddx_lsp_cfgstate_free(ddx_lsp_server_t *s) {
+  ddx_dscheck_free(s->cfg.dscheck);
+  free(s->cfg.log_facts.ds_json);
 }

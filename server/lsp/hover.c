@@ -1,4 +1,4 @@
-/* lsp_hover.c - textDocument/hover (see ddx/lsp.h): on a matched log line,
+/* hover.c - textDocument/hover (see ddx/lsp.h): on a matched log line,
  * the catalog entry with this occurrence's facts; on a ds_config.json key,
  * what the key does, its type, default and effect on memory from the JSON
  * Schema rules/ds_config.schema.json (ddx/dscheck.h), and on
@@ -64,7 +64,7 @@ static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t of
       }
       ddx_dscheck_result_free(&res);
     }
-    /* the memory model's peak per GPU (lsp_config.c) on the keys it reads */
+    /* the memory model's peak per GPU (config.c) on the keys it reads */
     static const char *const mem_keys[] = {"zero_optimization",
                                            "train_micro_batch_size_per_gpu",
                                            "gradient_accumulation_steps",
@@ -83,7 +83,7 @@ static json_t *lsp_hover_config(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t of
     char *mm = mem ? ddx_lsp_cfg_memory_markdown(s, d) : NULL;
     if (mm) ddx_sb_printf(&b, "\n---\n\n%s", mm);
     free(mm);
-    r = lsp_markup(b.s ? b.s : "", ddx_lsp_range(d->text, s->encoding, ks, ke));
+    r = lsp_markup(b.s ? b.s : "", ddx_lsp_range(d->text, s->life.encoding, ks, ke));
     ddx_sb_free(&b);
     free(doc);
   }
@@ -255,7 +255,8 @@ static json_t *lsp_hover_log(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, size_t line)
       ddx_sb_puts(&b, i ? ", " : ""), md_code(&b, rule->related.v[i]);
     ddx_sb_puts(&b, "\n");
   }
-  json_t *range = line < r->text->nlines ? ddx_lsp_line_range(r->text, s->encoding, line) : NULL;
+  json_t *range =
+      line < r->text->nlines ? ddx_lsp_line_range(r->text, s->life.encoding, line) : NULL;
   json_t *h = lsp_markup(b.s ? b.s : "", range);
   ddx_sb_free(&b);
   return h;
@@ -272,6 +273,6 @@ json_t *ddx_lsp_hover(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call)
   if (!d) return json_null();
   if (d->kind == DDX_LSP_DOC_LOG) return lsp_hover_log(s, d, line);
   if (d->kind == DDX_LSP_DOC_JSON)
-    return lsp_hover_config(s, d, ddx_lsp_offset(d->text, s->encoding, line, ch));
+    return lsp_hover_config(s, d, ddx_lsp_offset(d->text, s->life.encoding, line, ch));
   return json_null();
 }

@@ -1,13 +1,11 @@
-/* lsp_docs.c - the open documents of the language server (see ddx/lsp.h):
- * immutable texts with a line index, conversion between byte offsets and
- * LSP positions in the negotiated encoding, file URIs, and didOpen /
- * didChange (full and incremental) / didClose / didSave. A didChange batch
- * is applied to one mutable working copy (a gap buffer with a gapped line
- * index, lsp_wc_t) and becomes an immutable text once, at its end.
+/* text.c - the texts of the language server (see internal.h): immutable
+ * texts with a line index, conversion between byte offsets and LSP
+ * positions in the negotiated encoding, file URIs, and the working copy a
+ * didChange batch is applied to (a gap buffer with a gapped line index,
+ * ddx_lsp_wc_t) that becomes an immutable text once, at its end.
  *
  * Lines end at \n, \r\n or a bare \r exactly as the engine counts them
  * (ddx/scan.h), so engine line N is LSP line N-1 on the same text. */
-#define _GNU_SOURCE /* memmem */
 #include "internal.h"
 
 #include <ctype.h>
@@ -225,60 +223,32 @@ const char *ddx_lsp_basename(const char *path) {
 
 /* ---------------------------------------------------------- working copy */
 
-/* The mutable text one didChange batch is applied to, so that a batch of k
- * changes costs O(n + the distances between consecutive edits + the
- * changes' sizes) instead of k copies of the text:
- *
- * - the bytes are a gap buffer: buf[0, gs) and buf[ge, cap) hold the text,
- *   the gap sits where the last edit was, and moving it costs its distance;
- * - the line starts are gap-structured the same way: ls[0, lg) are the
- *   absolute starts of lines 0..lg-1, ls[lge, lcap) the starts of the
- *   following lines stored as len - start, so that an edit (which changes
- *   len and every start after it by the same amount) never rewrites the
- *   entries after it;
- * - ck is where the last UTF-16 walk along a line can resume (line, units
- *   and byte offset of a code point boundary), so that edits moving along
- *   one long line do not walk it from its start each time.
- *
- * A line starts at 0 and after every \n, \r\n or bare \r, as in
- * ddx_lsp_text_new; whether offset s > 0 starts a line depends only on the
- * bytes s-1 and s. wc_finish turns the copy into the immutable text scans
- * run on. */
-typedef struct lsp_wc {
-  char *buf;
-  size_t cap, gs, ge, len;
-  size_t *ls;
-  size_t lcap, lg, lge, nlines;
-  bool ck;
-  size_t ck_line, ck_units, ck_off;
-} lsp_wc_t;
-
-static void wc_free(lsp_wc_t *w) {
+void ddx_lsp_wc_free(ddx_lsp_wc_t *w) {
   free(w->buf);
   free(w->ls);
   memset(w, 0, sizeof *w);
 }
 
-static inline unsigned char wc_at(const lsp_wc_t *w, size_t off) {
+static inline unsigned char wc_at(const ddx_lsp_wc_t *w, size_t off) {
   return (unsigned char)w->buf[off < w->gs ? off : off + (w->ge - w->gs)];
 }
 
-static inline size_t wc_start(const lsp_wc_t *w, size_t line) {
+static inline size_t wc_start(const ddx_lsp_wc_t *w, size_t line) {
   return line < w->lg ? w->ls[line] : w->len - w->ls[w->lge + (line - w->lg)];
 }
 
 /* The copy of t, with the byte gap at offset at and room for extra bytes
  * and extra_lines line starts before anything grows. */
-static int wc_init(lsp_wc_t *w, const ddx_lsp_text_t *t, size_t at, size_t extra,
+static int wc_init(ddx_lsp_wc_t *w, const ddx_lsp_text_t *t, size_t at, size_t extra,
                    size_t extra_lines) {
   memset(w, 0, sizeof *w);
   size_t tail = t->len - at;
-  w->cap = t->len + extra + 1; /* + 1: the NUL wc_finish adds */
+  w->cap = t->len + extra + 1; /* + 1: the NUL ddx_lsp_wc_finish adds */
   w->lcap = t->nlines + extra_lines;
   w->buf = malloc(w->cap);
   w->ls = malloc(w->lcap * sizeof *w->ls);
   if (!w->buf || !w->ls) {
-    wc_free(w);
+    ddx_lsp_wc_free(w);
     return -1;
   }
   memcpy(w->buf, t->data, at);
@@ -298,7 +268,7 @@ static int wc_init(lsp_wc_t *w, const ddx_lsp_text_t *t, size_t at, size_t extra
 }
 
 /* Room for m more bytes (and the final NUL) and nl more line starts. */
-static int wc_reserve(lsp_wc_t *w, size_t m, size_t nl) {
+static int wc_reserve(ddx_lsp_wc_t *w, size_t m, size_t nl) {
   if (w->ge - w->gs < m + 1) {
     size_t need = w->len + m + 1, cap = w->cap * 2 > need ? w->cap * 2 : need;
     if (cap < need + 4096) cap = need + 4096;
@@ -324,7 +294,7 @@ static int wc_reserve(lsp_wc_t *w, size_t m, size_t nl) {
   return 0;
 }
 
-static void wc_move_gap(lsp_wc_t *w, size_t at) {
+static void wc_move_gap(ddx_lsp_wc_t *w, size_t at) {
   if (at < w->gs) {
     size_t n = w->gs - at;
     memmove(w->buf + w->ge - n, w->buf + at, n);
@@ -339,7 +309,7 @@ static void wc_move_gap(lsp_wc_t *w, size_t at) {
 }
 
 /* Puts the line gap before line i (0 <= i <= nlines). */
-static void wc_move_lgap(lsp_wc_t *w, size_t i) {
+static void wc_move_lgap(ddx_lsp_wc_t *w, size_t i) {
   while (w->lg > i) {
     w->lg--;
     w->lge--;
@@ -353,7 +323,7 @@ static void wc_move_lgap(lsp_wc_t *w, size_t i) {
 }
 
 /* The first line that starts at or after off (nlines when none does). */
-static size_t wc_first_line_at(const lsp_wc_t *w, size_t off) {
+static size_t wc_first_line_at(const ddx_lsp_wc_t *w, size_t off) {
   size_t lo = 0, hi = w->nlines;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -365,7 +335,7 @@ static size_t wc_first_line_at(const lsp_wc_t *w, size_t off) {
   return lo;
 }
 
-static size_t wc_line_end(const lsp_wc_t *w, size_t line) {
+static size_t wc_line_end(const ddx_lsp_wc_t *w, size_t line) {
   if (line + 1 >= w->nlines) return w->len;
   size_t start = wc_start(w, line), e = wc_start(w, line + 1);
   if (e > start && wc_at(w, e - 1) == '\n') {
@@ -380,7 +350,7 @@ static size_t wc_line_end(const lsp_wc_t *w, size_t line) {
 /* ddx_lsp_offset on the working copy. With resume, the walk may start at
  * ck and leaves there a point at least 4 bytes before its result (an edit
  * at or after ck_off + 4 leaves every byte the walk to ck read as it was). */
-static size_t wc_offset(lsp_wc_t *w, int enc, size_t line, size_t character, bool resume) {
+static size_t wc_offset(ddx_lsp_wc_t *w, int enc, size_t line, size_t character, bool resume) {
   if (line >= w->nlines) return w->len;
   size_t start = wc_start(w, line), end = wc_line_end(w, line);
   if (enc == DDX_LSP_ENC_UTF8) return character > end - start ? end : start + character;
@@ -434,7 +404,7 @@ static size_t lsp_count_terms(const char *s, size_t n) {
 }
 
 /* Replaces [a, b) by nt[0, m), which holds nterm \n and \r bytes. */
-static int wc_edit(lsp_wc_t *w, size_t a, size_t b, const char *nt, size_t m, size_t nterm) {
+static int wc_edit(ddx_lsp_wc_t *w, size_t a, size_t b, const char *nt, size_t m, size_t nterm) {
   if (wc_reserve(w, m, nterm + 1)) return -1;
   if (w->ck && a < w->ck_off + 4) w->ck = false;
   /* Line starts in [lo, b] go (each depends on a byte that changes); the
@@ -469,7 +439,7 @@ static int wc_edit(lsp_wc_t *w, size_t a, size_t b, const char *nt, size_t m, si
 }
 
 /* The immutable text of the copy (which it empties), or NULL. */
-static ddx_lsp_text_t *wc_finish(lsp_wc_t *w) {
+ddx_lsp_text_t *ddx_lsp_wc_finish(ddx_lsp_wc_t *w) {
   ddx_lsp_text_t *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   wc_move_gap(w, w->len);
@@ -486,144 +456,12 @@ static ddx_lsp_text_t *wc_finish(lsp_wc_t *w) {
   return t;
 }
 
-/* -------------------------------------------------------------- documents */
-
-static bool lsp_ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && strcasecmp(s + n - k, suffix) == 0;
-}
-
-/* The kind a file name decides (a .log is a log whatever languageId a
- * one-language client such as eglot sends), or -1. */
-static int lsp_kind_by_name(const char *base) {
-  if (ddx_is_log_name(base, true)) return DDX_LSP_DOC_LOG;
-  if (lsp_ends_with(base, ".json") || lsp_ends_with(base, ".jsonc")) return DDX_LSP_DOC_JSON;
-  return -1;
-}
-
-/* The kind the text shows, or -1: a DeepSpeed config is JSON; a text
- * holding a traceback or the lines of a launcher, NCCL, DeepSpeed or
- * PyTorch distributed is a log (logs often start with "[" or, as JSON
- * lines, with "{"); another text that starts with an object is JSON. Only
- * the first 256 KiB are searched. */
-#define LSP_SNIFF_BYTES ((size_t)256 << 10)
-static int lsp_kind_by_content(const char *text, size_t len) {
-  size_t i = 0;
-  if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) i = 3;
-  while (i < len && isspace((unsigned char)text[i]))
-    i++;
-  /* a DeepSpeed config is JSON; JSON lines of a structured log are not */
-  bool object = i < len && text[i] == '{';
-  if (object && ddx_dsconfig_text_is_deepspeed(text, len)) return DDX_LSP_DOC_JSON;
-  static const char *const signs[] = {"Traceback (most recent call last)",
-                                      "[rank",
-                                      "torch.distributed",
-                                      "NCCL",
-                                      "deepspeed",
-                                      "DeepSpeed",
-                                      "CUDA out of memory",
-                                      "OutOfMemoryError",
-                                      "ChildFailedError",
-                                      "torchrun",
-                                      NULL};
-  size_t n = len < LSP_SNIFF_BYTES ? len : LSP_SNIFF_BYTES;
-  for (size_t k = 0; signs[k]; k++)
-    if (memmem(text, n, signs[k], strlen(signs[k]))) return DDX_LSP_DOC_LOG;
-  return object ? DDX_LSP_DOC_JSON : -1;
-}
-
-/* A document's kind: its file name first, then its languageId where that
- * is specific, then its content where the languageId is generic
- * (plaintext, log, none) or contradicts it (a traceback sent as json by a
- * one-language client; a pasted traceback in an untitled buffer that
- * VS Code's language detection called python). A named file of a code
- * language (train.py, config.yaml) is never a log. */
-static int lsp_doc_kind(const char *uri, const char *language, const char *text, size_t len) {
-  const char *base = ddx_lsp_basename(uri);
-  int k = lsp_kind_by_name(base);
-  if (k >= 0) return k;
-  int c = lsp_kind_by_content(text, len);
-  if (!strcmp(language, "json") || !strcmp(language, "jsonc"))
-    return c == DDX_LSP_DOC_LOG ? DDX_LSP_DOC_LOG : DDX_LSP_DOC_JSON;
-  if (!*language || !strcmp(language, "log") || !strcmp(language, "plaintext") ||
-      !strcmp(language, "text"))
-    return c == DDX_LSP_DOC_JSON ? DDX_LSP_DOC_JSON : DDX_LSP_DOC_LOG;
-  if (!strchr(base, '.') && c >= 0) return c;
-  return DDX_LSP_DOC_OTHER;
-}
-
-ddx_lsp_doc_t *ddx_lsp_doc_find(ddx_lsp_server_t *s, const char *uri) {
-  for (ddx_lsp_doc_t *d = s->docs; d; d = d->next)
-    if (!strcmp(d->uri, uri)) return d;
-  return NULL;
-}
-
-void ddx_lsp_doc_free(ddx_lsp_doc_t *d) {
-  if (!d) return;
-  if (d->job) atomic_store(&d->job->cancel, 1); /* the job no longer finds its document */
-  free(d->uri);
-  free(d->path);
-  free(d->language);
-  ddx_lsp_text_unref(d->text);
-  ddx_lsp_text_unref(d->named_of);
-  free(d->named);
-  ddx_lsp_result_free(d->result);
-  free(d);
-}
-
-static void lsp_doc_unlink(ddx_lsp_server_t *s, ddx_lsp_doc_t *d) {
-  for (ddx_lsp_doc_t **pp = &s->docs; *pp; pp = &(*pp)->next) {
-    if (*pp == d) {
-      *pp = d->next;
-      return;
-    }
-  }
-}
-
-/* Notifications cannot answer an error: a malformed one is logged. */
-static json_t *lsp_bad(ddx_lsp_server_t *s, const char *method, const char *why) {
-  ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "%s: invalid params: %s", method, why);
-  return NULL;
-}
-
-json_t *ddx_lsp_did_open(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
-  (void)call;
-  json_t *td = json_object_get(params, "textDocument");
-  json_t *juri = json_object_get(td, "uri"), *jtext = json_object_get(td, "text");
-  json_t *jver = json_object_get(td, "version"), *jlang = json_object_get(td, "languageId");
-  if (!json_is_string(juri) || !json_is_string(jtext) || !json_is_integer(jver))
-    return lsp_bad(s, "textDocument/didOpen", "textDocument needs uri, version and text");
-  const char *uri = json_string_value(juri);
-  ddx_lsp_doc_t *old = ddx_lsp_doc_find(s, uri);
-  if (old) { /* a client bug, but the newest text wins */
-    lsp_doc_unlink(s, old);
-    ddx_lsp_doc_free(old);
-  }
-  ddx_lsp_doc_t *d = calloc(1, sizeof *d);
-  if (!d) return NULL;
-  d->uri = strdup(uri);
-  d->path = ddx_lsp_uri_to_path(uri);
-  d->language = strdup(json_is_string(jlang) ? json_string_value(jlang) : "");
-  d->version = json_integer_value(jver);
-  d->text = ddx_lsp_text_new(json_string_value(jtext), json_string_length(jtext));
-  if (!d->uri || !d->language || !d->text) {
-    ddx_lsp_doc_free(d);
-    ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "didOpen %s: out of memory", uri);
-    return NULL;
-  }
-  d->kind = lsp_doc_kind(uri, d->language, d->text->data, d->text->len);
-  d->next = s->docs;
-  s->docs = d;
-  if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);
-  return NULL;
-}
-
 /* Applies content change ch of a batch: a full text replaces d->text (and
  * drops the working copy), a range edits the working copy w, made from
  * d->text by the first edit (live tells). Returns 0, or -1 with why set
  * and nothing changed. */
-static int lsp_apply_change(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, lsp_wc_t *w, bool *live,
-                            json_t *ch, bool last, const char **why) {
+int ddx_lsp_apply_change(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, ddx_lsp_wc_t *w, bool *live,
+                         json_t *ch, bool last, const char **why) {
   json_t *jtext = json_object_get(ch, "text");
   if (!json_is_string(jtext)) {
     *why = "a content change needs text";
@@ -638,7 +476,7 @@ static int lsp_apply_change(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, lsp_wc_t *w, 
       *why = "out of memory";
       return -1;
     }
-    if (*live) wc_free(w);
+    if (*live) ddx_lsp_wc_free(w);
     *live = false;
     ddx_lsp_text_unref(d->text);
     d->text = t;
@@ -654,11 +492,11 @@ static int lsp_apply_change(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, lsp_wc_t *w, 
    * past the last line is the end of the document), as editors do. */
   size_t a, b;
   if (*live) {
-    a = wc_offset(w, s->encoding, l0, c0, true);
-    b = wc_offset(w, s->encoding, l1, c1, false);
+    a = wc_offset(w, s->life.encoding, l0, c0, true);
+    b = wc_offset(w, s->life.encoding, l1, c1, false);
   } else {
-    a = ddx_lsp_offset(d->text, s->encoding, l0, c0);
-    b = ddx_lsp_offset(d->text, s->encoding, l1, c1);
+    a = ddx_lsp_offset(d->text, s->life.encoding, l0, c0);
+    b = ddx_lsp_offset(d->text, s->life.encoding, l1, c1);
   }
   if (a > b) {
     *why = "range start is after its end";
@@ -681,82 +519,4 @@ static int lsp_apply_change(ddx_lsp_server_t *s, ddx_lsp_doc_t *d, lsp_wc_t *w, 
     return -1;
   }
   return 0;
-}
-
-json_t *ddx_lsp_did_change(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
-  (void)call;
-  json_t *td = json_object_get(params, "textDocument");
-  json_t *juri = json_object_get(td, "uri"), *jver = json_object_get(td, "version");
-  json_t *changes = json_object_get(params, "contentChanges");
-  if (!json_is_string(juri) || !json_is_array(changes))
-    return lsp_bad(s, "textDocument/didChange", "needs textDocument.uri and contentChanges");
-  ddx_lsp_doc_t *d = ddx_lsp_doc_find(s, json_string_value(juri));
-  if (!d) {
-    ddx_lsp_log(s, DDX_LSP_LOG_WARNING, "didChange for %s, which is not open: ignored",
-                json_string_value(juri));
-    return NULL;
-  }
-  /* The batch is applied to one working copy; the immutable text scans
-   * run on is made once, at the end. */
-  lsp_wc_t w = {0};
-  bool live = false;
-  bool was_empty = d->text->len == 0;
-  size_t n = json_array_size(changes);
-  for (size_t i = 0; i < n; i++) {
-    const char *why = NULL;
-    if (lsp_apply_change(s, d, &w, &live, json_array_get(changes, i), i + 1 == n, &why)) {
-      /* The rest of the batch is relative to a text we could not build:
-       * keep the last good text and say so; the client's next full sync
-       * repairs it. */
-      ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "didChange %s: change %zu rejected: %s", d->uri, i, why);
-      break;
-    }
-  }
-  if (live) {
-    ddx_lsp_text_t *t = wc_finish(&w);
-    if (t) {
-      ddx_lsp_text_unref(d->text);
-      d->text = t;
-    } else {
-      wc_free(&w);
-      ddx_lsp_log(s, DDX_LSP_LOG_ERROR, "didChange %s: out of memory, changes lost", d->uri);
-    }
-  }
-  if (json_is_integer(jver))
-    d->version = json_integer_value(jver);
-  else
-    d->version++;
-  /* A buffer opened empty (an untitled one the user pastes into) is
-   * classified by its first text. */
-  if (was_empty && d->text->len)
-    d->kind = lsp_doc_kind(d->uri, d->language, d->text->data, d->text->len);
-  if (d->kind == DDX_LSP_DOC_LOG) ddx_lsp_schedule_scan(s, d);
-  return NULL;
-}
-
-json_t *ddx_lsp_did_close(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
-  (void)call;
-  const char *uri =
-      json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
-  if (!uri) return lsp_bad(s, "textDocument/didClose", "needs textDocument.uri");
-  ddx_lsp_doc_t *d = ddx_lsp_doc_find(s, uri);
-  if (!d) return NULL;
-  lsp_doc_unlink(s, d);
-  if (d->kind == DDX_LSP_DOC_LOG) /* a closed log's problems go away with it */
-    ddx_lsp_notify(s, "textDocument/publishDiagnostics",
-                   json_pack("{s:s, s:[]}", "uri", d->uri, "diagnostics"));
-  ddx_lsp_doc_free(d);
-  return NULL;
-}
-
-json_t *ddx_lsp_did_save(ddx_lsp_server_t *s, json_t *params, ddx_lsp_call_t *call) {
-  (void)call;
-  const char *uri =
-      json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
-  if (!uri) return lsp_bad(s, "textDocument/didSave", "needs textDocument.uri");
-  /* The text is already in sync through didChange; a log whose scan failed
-   * (e.g. the catalog was broken) gets another chance. */
-  ddx_lsp_doc_t *d = ddx_lsp_doc_find(s, uri);
-  if (d && d->kind == DDX_LSP_DOC_LOG && !d->result && !d->job) ddx_lsp_schedule_scan(s, d);
-  return NULL;
 }
