@@ -638,9 +638,10 @@ static void infer_silent_rank(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incid
   char rs[128], note[320];
   ddx_rankset_format(&silent, rs, sizeof rs);
   snprintf(note, sizeof note,
-           "inference: %zu of %d ranks report the timeout; rank(s) %s did not: the likely dead or "
-           "stuck rank(s)",
-           inc->ranks.n, world, rs);
+           "inference: %zu of %d ranks report the timeout; %s %s did not: the likely dead or "
+           "stuck %s",
+           inc->ranks.n, world, silent.n == 1 ? "rank" : "ranks", rs,
+           silent.n == 1 ? "rank" : "ranks");
   inc->rank_note = ddx_arena_strdup(&d->arena, note);
   inc->rank_source = "inference";
   if (silent.n == 1) inc->rank = silent.v[0];
@@ -682,9 +683,11 @@ static void note_quiet_ranks(ddx_diagnosis_t *d, const ddx_scan_t *s, ddx_incide
   char rs[128], note[320];
   ddx_rankset_format(&inc->quiet_first, rs, sizeof rs);
   snprintf(note, sizeof note,
-           "inference: rank(s) %s stopped reporting progress first; %zu other rank(s) went on: "
+           "inference: %s %s stopped reporting progress first; %zu other %s went on: "
            "look at what %s was doing (py-spy dump)",
-           rs, seen - inc->quiet_first.n, inc->quiet_first.n == 1 ? "it" : "they");
+           inc->quiet_first.n == 1 ? "rank" : "ranks", rs, seen - inc->quiet_first.n,
+           seen - inc->quiet_first.n == 1 ? "rank" : "ranks",
+           inc->quiet_first.n == 1 ? "it" : "they");
   inc->rank_note = ddx_arena_strdup(&d->arena, note);
   inc->rank_source = "inference";
   if (inc->quiet_first.n == 1) inc->rank = inc->quiet_first.v[0];
@@ -864,9 +867,11 @@ static int make_incidents(build_t *b) {
       ddx_rankset_format(&g->min_seq_ranks, rs, sizeof rs);
       char note[320];
       snprintf(note, sizeof note,
-               "inference: rank(s) %s time out at SeqNum %lld while others reached %lld: they "
+               "inference: %s %s %s at SeqNum %lld while others reached %lld: %s "
                "fell behind first",
-               rs, (long long)g->min_seq, (long long)g->max_seq);
+               g->min_seq_ranks.n == 1 ? "rank" : "ranks", rs,
+               g->min_seq_ranks.n == 1 ? "times out" : "time out", (long long)g->min_seq,
+               (long long)g->max_seq, g->min_seq_ranks.n == 1 ? "it" : "they");
       inc->rank_note = ddx_arena_strdup(&d->arena, note);
       inc->rank_source = "inference";
       if (g->min_seq_ranks.n == 1) inc->rank = g->min_seq_ranks.v[0];

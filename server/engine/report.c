@@ -712,8 +712,11 @@ static void put_incident_text(text_out_t *t, const ddx_diagnosis_t *d, const ddx
       char rs[200] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
       ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n",
-                    (unsigned long long)c->count, tx(t, c->rule->id), rs[0] ? "ranks " : "", rs,
-                    rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
+                    (unsigned long long)c->count, tx(t, c->rule->id),
+                    !rs[0]            ? ""
+                    : c->ranks.n == 1 ? "rank "
+                                      : "ranks ",
+                    rs, rs[0] ? "" : "rank unknown", (unsigned long long)c->first->line);
     }
   }
   ddx_sb_printf(b, "  %swhy%s       %s\n", st->bold, st->reset, tx(t, r->summary));
