@@ -1248,12 +1248,15 @@ static int infer_cut_tracebacks(build_t *b) {
     size_t nc = differential(b, &fp, NULL, false, top, 1);
     const ddx_rule_t *rule = nc && top[0].score >= INFER_MIN_SHARE ? top[0].rule : generic;
     if (!rule || rule_incident(b, rule)) continue; /* its own line already answers */
-    if (lone && rule == generic) continue;         /* a stray path, not a traceback */
+    const ddx_frame_t *last =
+        g->frames.len ? DDX_VEC_AT(&g->frames, const ddx_frame_t *, g->frames.len - 1) : NULL;
+    /* a stray path, not a traceback; but `File "x.py", line 12, in f` is
+     * Python's frame line and nothing else: a paste cut above its
+     * "Traceback" line still shows a failure */
+    if (lone && rule == generic && !(last && last->func)) continue;
     ddx_incident_t *inc = NULL;
     for (size_t i = first_new; i < b->m && !inc; i++)
       if (b->incs[i].rule == rule) inc = &b->incs[i];
-    const ddx_frame_t *last =
-        g->frames.len ? DDX_VEC_AT(&g->frames, const ddx_frame_t *, g->frames.len - 1) : NULL;
     if (inc) {
       inc->count++;
       if (g->rank >= 0) ddx_rankset_add(&inc->ranks, g->rank);

@@ -636,7 +636,7 @@ static int plain_frames(ddx_scan_t *s, ddx_frame_t *f, const char *text, size_t 
  * and of rich (`│ /path.py:123 in f   │`): a path, ":", the line, then
  * ", in " or " in ". */
 static int path_colon_frame(ddx_scan_t *s, ddx_frame_t *f, const char *text, size_t tlen,
-                            const char *lead, size_t leadlen) {
+                            const char *lead, size_t leadlen, const char *next, size_t nlen) {
   const char *end = text + tlen;
   const char *p = memmem(text, tlen, lead, leadlen);
   if (!p) return 0;
@@ -644,6 +644,23 @@ static int path_colon_frame(ddx_scan_t *s, ddx_frame_t *f, const char *text, siz
   const char *fe = fs;
   while (fe < end && *fe != ' ' && !(*fe == ':' && fe + 1 < end && fe[1] >= '0' && fe[1] <= '9'))
     fe++;
+  if (fe - fs >= 3 && fe[-1] == ':' && next) {
+    /* rich wraps a long path in a narrow box: `│ /long/path.py: │`, then
+     * `│ 891 in f │` on the next line */
+    const char *w = memmem(next, nlen, "\xe2\x94\x82 ", 4), *nend = next + nlen;
+    if (!w) return 0;
+    for (w += 4; w < nend && *w == ' '; w++) {
+    }
+    if (w >= nend || *w < '0' || *w > '9') return 0;
+    uint32_t n = frame_lineno(&w, nend);
+    if (nend - w <= 4 || memcmp(w, " in ", 4)) return 0;
+    f->lineno = n;
+    size_t fl = (size_t)(fe - 1 - fs) > 300 ? 300 : (size_t)(fe - 1 - fs);
+    f->file = ddx_arena_strndup(&s->arena, fs, fl);
+    if (!f->file) return DDX_ENOMEM;
+    f->func = frame_func(s, w + 4, nend);
+    return push_frame(s, f);
+  }
   if (fe >= end || *fe != ':' || fe - fs < 2) return 0;
   const char *q = fe + 1;
   uint32_t n = frame_lineno(&q, end);
@@ -663,7 +680,7 @@ static int path_colon_frame(ddx_scan_t *s, ddx_frame_t *f, const char *text, siz
 /* Records a traceback start or frame line (parsed by hand: these lines are
  * frequent, a regex would cost more than the rest of the line). */
 static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_line_meta_t *meta,
-                        const char *text, size_t tlen) {
+                        const char *text, size_t tlen, const char *next, size_t nlen) {
   if (s->frames.len >= DDX_SCAN_MAX_FRAMES) return 0;
   ddx_frame_t f = {
       .input = s->cur, .line = line, .rank = meta->rank, .local_rank = meta->local_rank};
@@ -676,12 +693,13 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
   case DDX_BUILTIN_TB_FRAME:
     return plain_frames(s, &f, text, tlen);
   case DDX_BUILTIN_TB_NOTEBOOK:
-    return memmem(text, tlen, "File /", 6) ? path_colon_frame(s, &f, text, tlen, "File /", 6)
-                                           : path_colon_frame(s, &f, text, tlen, "File ~", 6);
+    return memmem(text, tlen, "File /", 6)
+               ? path_colon_frame(s, &f, text, tlen, "File /", 6, NULL, 0)
+               : path_colon_frame(s, &f, text, tlen, "File ~", 6, NULL, 0);
   default: /* DDX_BUILTIN_TB_RICH: "│ /" or "│ ~" (the bar is 3 bytes) */
     return memmem(text, tlen, "\xe2\x94\x82 /", 5)
-               ? path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 /", 5)
-               : path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 ~", 5);
+               ? path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 /", 5, next, nlen)
+               : path_colon_frame(s, &f, text, tlen, "\xe2\x94\x82 ~", 5, next, nlen);
   }
 }
 
@@ -709,7 +727,13 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
       continue;
     }
     if (refs[i]->rule == DDX_BUILTIN_RULE) {
-      int rc = record_frame(s, refs[i]->pattern, line, &meta, s->norm, tlen);
+      /* the raw next line, for a frame that rich wrapped onto two */
+      size_t ns = line_end_of(s->buf, le, s->len);
+      if (ns < s->len && s->buf[ns] == '\r') ns++;
+      if (ns < s->len && s->buf[ns] == '\n') ns++;
+      size_t ne = ns < s->len ? line_end_of(s->buf, ns, s->len) : ns;
+      if (ne - ns > 400) ne = ns + 400;
+      int rc = record_frame(s, refs[i]->pattern, line, &meta, s->norm, tlen, s->buf + ns, ne - ns);
       if (rc) return rc;
       continue;
     }

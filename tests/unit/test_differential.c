@@ -234,6 +234,22 @@ static void test_frame_dialects(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(f[4].lineno, 1539);
   CHECK_EQ_STR(f[4].func, "train");
   done(&r);
+  /* rich wraps a long path in a narrow box: the line number and the
+   * function are on the next line; a path line whose next line is not
+   * `│ N in f` is no frame */
+  run(&r, cat,
+      "\xe2\x94\x82 /opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py: "
+      "\xe2\x94\x82\r\n"
+      "\xe2\x94\x82 891 in _batch_assertion                                  \xe2\x94\x82\n"
+      "\xe2\x94\x82 /opt/conda/lib/python3.7/site-packages/x.py: \xe2\x94\x82\n"
+      "\xe2\x94\x82    890 \xe2\x94\x82   assert x \xe2\x94\x82\n");
+  f = r.scan.frames.data;
+  CHECK_EQ_INT(r.scan.frames.len, 1);
+  CHECK_EQ_STR(f[0].file, "/opt/conda/lib/python3.7/site-packages/deepspeed/runtime/config.py");
+  CHECK_EQ_INT(f[0].lineno, 891);
+  CHECK_EQ_STR(f[0].func, "_batch_assertion");
+  CHECK_EQ_INT(f[0].line, 1);
+  done(&r);
 }
 
 static const char *cut_gather =
@@ -306,8 +322,14 @@ static void test_cut_traceback(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.n, 1);
   CHECK(!r.d.incidents[0].inferred);
   done(&r);
-  /* a lone path line is not a traceback */
+  /* a lone frame line (`File "p", line N, in f`) is Python's and nothing
+   * else's: a paste cut above its "Traceback" line still answers; a path
+   * and a line without the function (a SyntaxError's, a config error's) is
+   * no traceback */
   run(&r, cat, "  File \"/w/util.py\", line 2, in helper\n");
+  CHECK_EQ_STR(primary(&r), "t.cut");
+  done(&r);
+  run(&r, cat, "  File \"/w/util.py\", line 2\n");
   CHECK_EQ_STR(primary(&r), "none");
   done(&r);
   /* a Traceback line alone (the paste ends there) still answers */
