@@ -251,6 +251,77 @@ i = d["incidents"][0]
 assert i["rule"] == "py.traceback-cut", i
 assert "env.missing-module" not in [c["rule"] for c in d["differential"] or []], d["differential"]
 ' && ok || bad "an import line away from the innermost frame is no clue"
+# Pastes cut at both ends: frames without their "Traceback" line are still a
+# traceback (here one frame, a [rank5]: prefix and its source line); the
+# source line's division by a variable makes ZeroDivisionError the answer.
+printf '%s\n' '[rank5]:     self.evaluate(self.eval_dataloader, global_step)' \
+  '[rank5]:   File "openrlhf/trainer/dpo_trainer.py", line 289, in evaluate' \
+  '[rank5]:     "eval_loss": loss_sum / times,' >"$T/headless.log"
+"$DDX" diagnose --format json "$T/headless.log" >"$T/headless.json"; rc=$?
+[ "$rc" = 1 ] && jq_py "$T/headless.json" '
+i = d["incidents"][0]
+assert i["rule"] == "py.zero-division" and i["inferred"] is True and i["rank"] == 5, i
+assert i["library_frame"] or i["user_frame"], i
+' && ok || bad "a headless one-frame traceback is an answer: zero-division from the division in its source line (rc $rc)"
+printf '%s\n' '  File "train.py", line 12, in main' '    x = a/2' >"$T/nodiv.log"
+"$DDX" diagnose --format json "$T/nodiv.log" >"$T/nodiv.json"
+jq_py "$T/nodiv.json" '
+i = d["incidents"][0]
+assert i["rule"] == "py.traceback-cut", i
+assert "py.zero-division" not in [c["rule"] for c in d["differential"] or []], d["differential"]
+' && ok || bad "a division by a literal (or a path) is no zero-division clue"
+# rich wraps a long path onto two lines of its box (`│ /long/config.py: │`,
+# then `│ 891 in _batch_assertion │`): the frame is read, and a paste cut
+# before the AssertionError still names DeepSpeed's batch-size check.
+head -n 16 "$ROOT/tests/corpus/dev/027-ds-batch-size-assert-rich-traceback.log" >"$T/rich-cut.log"
+"$DDX" diagnose --format json "$T/rich-cut.log" >"$T/rich-cut.json"
+jq_py "$T/rich-cut.json" '
+i = d["incidents"][0]
+assert i["rule"] == "ds.config.batch-size" and i["inferred"] is True, i
+assert i["library_frame"]["function"] == "_batch_assertion" and i["library_frame"]["line"] == 891, i["library_frame"]
+' && ok || bad "a rich traceback with wrapped paths, cut before its error line: the batch-size check"
+# A cut traceback at a CUDA sync point (.item(), .cpu(), a host-to-device
+# tensor) lists the asynchronous CUDA errors; one at open() a missing file;
+# a Python `raise` in accelerate's DeepSpeed preparation is a config error,
+# not an out-of-memory error.
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File "/opt/conda/lib/python3.10/site-packages/apex/amp/scaler.py", line 200, in update_scale' \
+  '    self._has_overflow = self._overflow_buf.item()' >"$T/sync.log"
+"$DDX" diagnose --format json "$T/sync.log" >"$T/sync.json"
+jq_py "$T/sync.json" '
+top = [c["rule"] for c in d["differential"]][:3]
+assert "cuda.illegal-access" in top and "cuda.device-assert" in top, d["differential"]
+' && ok || bad "a cut traceback at .item(): the asynchronous CUDA errors are in the top 3"
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File "/opt/fairseq/fairseq/data/dictionary.py", line 238, in add_from_file' \
+  '    with open(PathManager.get_local_path(f), "r", encoding="utf-8") as fd:' >"$T/open.log"
+"$DDX" diagnose --format json "$T/open.log" >"$T/open.json"
+jq_py "$T/open.json" '
+i = d["incidents"][0]
+assert i["rule"] == "py.file-not-found" and i["inferred"] is True, i
+' && ok || bad "a cut traceback at open(): a missing file, inferred"
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File "/workspace/finetune.py", line 143, in main' '    model = accelerator.prepare(model)' \
+  '  File "/usr/lib/python3.10/site-packages/accelerate/accelerator.py", line 1280, in prepare' \
+  '    result = self._prepare_deepspeed(*args)' \
+  '  File "/usr/lib/python3.10/site-packages/accelerate/accelerator.py", line 1515, in _prepare_deepspeed' \
+  '    raise ValueError(' >"$T/accel.log"
+"$DDX" diagnose --format json "$T/accel.log" >"$T/accel.json"
+jq_py "$T/accel.json" '
+c = [x["rule"] for x in d["differential"]]
+assert c[0] == "ds.config.hf-auto", c
+' && ok || bad "a Python raise in accelerate._prepare_deepspeed: the ds_config leads, not an OOM"
+# vLLM logs the KV cache's concurrency before it refuses to start: below 1x
+# one request of the max length does not fit (the error line may be cut).
+printf '%s\n' 'INFO 11-20 10:01:02 executor_base.py:110] # GPU blocks: 1478, # CPU blocks: 2048' \
+  'INFO 11-20 10:01:02 executor_base.py:115] Maximum concurrency for 29000 tokens per request: 0.82x' >"$T/kvc.log"
+"$DDX" diagnose --format json "$T/kvc.log" >"$T/kvc.json"; rc=$?
+[ "$rc" = 1 ] && jq_py "$T/kvc.json" '
+i = d["incidents"][0]
+assert i["rule"] == "vllm.kv-cache-memory" and i["facts"]["max_model_len"] == "29000", i
+' && ok || bad "vLLM max concurrency below 1x: the KV cache cannot hold one request (rc $rc)"
+printf '%s\n' 'INFO 11-20 10:01:02 executor_base.py:115] Maximum concurrency for 8192 tokens per request: 4.27x' >"$T/kvok.log"
+expect_rc 0 "vLLM max concurrency 4.27x is healthy" "$DDX" diagnose "$T/kvok.log"
 # Where to resume: the last checkpoint saved before the first overflow.
 printf '%s\n' \
   '[INFO|trainer.py:2868] 2023-06-07 15:39:20,063 >> Saving model checkpoint to out/checkpoint-200' \
