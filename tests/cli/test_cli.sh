@@ -280,7 +280,7 @@ i = d["incidents"][0]
 assert i["rule"] == "ds.config.batch-size" and i["inferred"] is True, i
 assert i["library_frame"]["function"] == "_batch_assertion" and i["library_frame"]["line"] == 891, i["library_frame"]
 ' && ok || bad "a rich traceback with wrapped paths, cut before its error line: the batch-size check"
-# A cut traceback at a CUDA sync point (.item(), .cpu(), a host-to-device
+# A cut traceback at a CUDA sync point (.item(), .tolist(), a host-to-device
 # tensor) lists the asynchronous CUDA errors; one at open() a missing file;
 # a Python `raise` in accelerate's DeepSpeed preparation is a config error,
 # not an out-of-memory error.
