@@ -884,16 +884,17 @@ static int build_prefilter(ddx_catalog_t *cat, ddx_error_t *err) {
     }
   }
   /* The engine's own traceback literals, for per-rank reassembly. */
-#define NTB 6
+#define NTB 7
   const char *builtin[NTB + DDX_LAYOUT_NLITERALS] = {"Traceback (most recent call",
                                                      "File \"",
+                                                     ".py\", line ", /* a frame cut at its start */
                                                      "File /",
                                                      "File ~",
                                                      "\xe2\x94\x82 /",
                                                      "\xe2\x94\x82 ~"};
-  uint16_t kinds[NTB + DDX_LAYOUT_NLITERALS] = {DDX_BUILTIN_TB_START,    DDX_BUILTIN_TB_FRAME,
-                                                DDX_BUILTIN_TB_NOTEBOOK, DDX_BUILTIN_TB_NOTEBOOK,
-                                                DDX_BUILTIN_TB_RICH,     DDX_BUILTIN_TB_RICH};
+  uint16_t kinds[NTB + DDX_LAYOUT_NLITERALS] = {
+      DDX_BUILTIN_TB_START,    DDX_BUILTIN_TB_FRAME, DDX_BUILTIN_TB_FRAME, DDX_BUILTIN_TB_NOTEBOOK,
+      DDX_BUILTIN_TB_NOTEBOOK, DDX_BUILTIN_TB_RICH,  DDX_BUILTIN_TB_RICH};
   for (size_t k = 0; k < DDX_LAYOUT_NLITERALS; k++) {
     builtin[NTB + k] = ddx_layout_literals[k];
     kinds[NTB + k] = DDX_BUILTIN_LAYOUT;

@@ -615,6 +615,27 @@ static uint32_t frame_lineno(const char **q, const char *end) {
  * on the line (a traceback flattened onto one line holds several). */
 static int plain_frames(ddx_scan_t *s, ddx_frame_t *f, const char *text, size_t tlen) {
   const char *end = text + tlen, *p = text;
+  const char *cut = memmem(text, tlen, ".py\", line ", 11);
+  if (cut && !memmem(text, (size_t)(cut - text), "File \"", 6)) {
+    /* a frame line cut at its start (`…/arguments.py", line 561, in f`):
+     * the path is what is left of it, from the line's first non-blank */
+    const char *fs = text;
+    while (fs < cut && (*fs == ' ' || *fs == '\t'))
+      fs++;
+    if (cut - fs >= 1 && !memchr(fs, ' ', (size_t)(cut - fs))) {
+      const char *q = cut + 11;
+      f->lineno = frame_lineno(&q, end);
+      size_t fl = (size_t)(cut + 3 - fs) > 300 ? 300 : (size_t)(cut + 3 - fs);
+      f->file = ddx_arena_strndup(&s->arena, fs, fl);
+      if (!f->file) return DDX_ENOMEM;
+      f->func = end - q > 5 && !memcmp(q, ", in ", 5) ? frame_func(s, q + 5, end) : NULL;
+      if (f->func) {
+        int rc = push_frame(s, f);
+        if (rc) return rc;
+      }
+      p = q;
+    }
+  }
   while ((p = memmem(p, (size_t)(end - p), "File \"", 6))) {
     const char *fs = p + 6;
     const char *fe = memchr(fs, '"', (size_t)(end - fs));

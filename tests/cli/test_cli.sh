@@ -311,6 +311,24 @@ jq_py "$T/accel.json" '
 c = [x["rule"] for x in d["differential"]]
 assert c[0] == "ds.config.hf-auto", c
 ' && ok || bad "a Python raise in accelerate._prepare_deepspeed: the ds_config leads, not an OOM"
+# A frame line cut at its start (the paste began mid-line) is still a
+# frame: Megatron's validate_args places the parallel layout; a raise whose
+# message says it cannot open a file is a missing file.
+printf '%s\n' 'Megatron-LM/megatron/training/arguments.py", line 561, in validate_args' \
+  '[rank14]:     assert num_layers % args.transformer_pipeline_model_parallel_size == 0, \' >"$T/cutframe.log"
+"$DDX" diagnose --format json "$T/cutframe.log" >"$T/cutframe.json"
+jq_py "$T/cutframe.json" '
+i = d["incidents"][0]
+assert i["rule"] == "megatron.parallel-config", i
+assert i["traceback"][0]["function"] == "validate_args" and i["traceback"][0]["line"] == 561, i["traceback"]
+' && ok || bad "a frame line cut at its start: Megatron's validate_args"
+printf '%s\n' '[rank0]: File "/w/LLaMA-Factory/src/llamafactory/data/parser.py", line 94, in get_dataset_list' \
+  '[rank0]: raise ValueError("Cannot open {} due to {}.".format(config_path, str(err)))' >"$T/cannot.log"
+"$DDX" diagnose --format json "$T/cannot.log" >"$T/cannot.json"
+jq_py "$T/cannot.json" '
+i = d["incidents"][0]
+assert i["rule"] == "py.file-not-found" and i["rank"] == 0, i
+' && ok || bad "a raise saying it cannot open a file: py.file-not-found"
 # vLLM logs the KV cache's concurrency before it refuses to start: below 1x
 # one request of the max length does not fit (the error line may be cut).
 printf '%s\n' 'INFO 11-20 10:01:02 executor_base.py:110] # GPU blocks: 1478, # CPU blocks: 2048' \
