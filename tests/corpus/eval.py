@@ -206,7 +206,8 @@ def ablation_summary(recs):
                   "silent": sum(x["silent"] for x in xs), "inferred": sum(x["inferred"] for x in xs),
                   "no_error": sum(x["no_error"] for x in xs),
                   "with_sign": sum(x["sign"] for x in xs),
-                  "silent_sign": sum(x["silent"] and x["sign"] for x in xs)}
+                  "silent_sign": sum(x["silent"] and x["sign"] for x in xs),
+                  "top3_sign": sum(x["top3"] and x["sign"] for x in xs)}
         for k in ("top1", "top3", "silent", "inferred"):
             out[v][k + "_rate"] = rate(out[v][k], n)
     out["tail_unchanged"] = sum(1 for r in recs if r["ablation"]["tail_unchanged"])
@@ -425,7 +426,8 @@ def summary_rows(report, which):
 SUMMARY_HEAD = ["part", "logs", "top-1", "top-3", "silent", "no error incident", "healthy ok", "initiating rank", "ECE"]
 CAL_HEAD = ["confidence", "n", "mean conf", "accuracy"]
 ABL_HEAD = ["part", "eligible", "truncated top-1", "truncated top-3", "truncated silent",
-            "silent with a failure sign left", "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
+            "silent with a failure sign left", "top-3 with a failure sign left",
+            "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
 
 
 def ablation_rows(report):
@@ -437,7 +439,7 @@ def ablation_rows(report):
         t, b = ab["truncated"], ab["tail"]
         rows.append([n, str(ab["eligible"]),
                      pct(t["top1"], t["n"]), pct(t["top3"], t["n"]), pct(t["silent"], t["n"]),
-                     pct(t["silent_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
+                     pct(t["silent_sign"], t["with_sign"]), pct(t["top3_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
     return rows
 
 
@@ -512,7 +514,8 @@ def print_text(report, names, a):
             if ab:
                 t, b = ab["truncated"], ab["tail"]
                 print(f"{n} ablation ({ab['eligible']} logs): truncated top-1 {pct(t['top1'], t['n'])}, "
-                      f"top-3 {pct(t['top3'], t['n'])}, silent {t['silent']}; tail-30 top-1 {pct(b['top1'], b['n'])}, "
+                      f"top-3 {pct(t['top3'], t['n'])}, silent {t['silent']} (a failure sign left in {t['with_sign']}: "
+                      f"top-3 {t['top3_sign']}, silent {t['silent_sign']}); tail-30 top-1 {pct(b['top1'], b['n'])}, "
                       f"top-3 {pct(b['top3'], b['n'])}, silent {b['silent']}")
     for c in report["checks"]:
         print(f"{'PASS' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}")
