@@ -1838,6 +1838,17 @@ static void finish_incidents(build_t *b) {
   }
 }
 
+/* The primary takes candidate k's class, inferred at its share, and k
+ * moves to the head of the differential. */
+static void promote_candidate(ddx_incident_t *p, ddx_candidate_t *c, size_t k) {
+  p->rule = c[k].rule;
+  p->inferred = true;
+  p->confidence = c[k].score;
+  ddx_candidate_t lead = c[k];
+  memmove(c + 1, c, k * sizeof *c);
+  c[0] = lead;
+}
+
 /* 6. The differential of the primary, and what would separate its first
  * two candidates. */
 static void primary_differential(build_t *b) {
@@ -1862,13 +1873,8 @@ static void primary_differential(build_t *b) {
   if (weak_generic(p) && p->role == DDX_ROLE_CAUSE)
     for (size_t k = 1; k < d->ndifferential; k++) {
       if (c[k].decisive || c[k].score < INFER_MIN_SHARE) continue;
-      p->rule = c[k].rule;
       p->role = c[k].rule->role;
-      p->inferred = true;
-      p->confidence = c[k].score;
-      ddx_candidate_t lead = c[k];
-      memmove(c + 1, c, k * sizeof *c);
-      c[0] = lead;
+      promote_candidate(p, c, k);
       break;
     }
   /* a bare RuntimeError in torch.save is a checkpoint-save failure: a
@@ -1879,13 +1885,7 @@ static void primary_differential(build_t *b) {
     for (size_t k = 1; k < d->ndifferential; k++) {
       if (!c[k].rule->via_generic || c[k].decisive || c[k].score < YIELD_RATIO * c[0].score)
         continue;
-      ddx_incident_t *pm = &b->incs[0];
-      pm->rule = c[k].rule;
-      pm->inferred = true;
-      pm->confidence = c[k].score;
-      ddx_candidate_t lead = c[k];
-      memmove(c + 1, c, k * sizeof *c);
-      c[0] = lead;
+      promote_candidate(p, c, k);
       break;
     }
   if (d->ndifferential < 2 || c[1].score < 0.05) return;
