@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
+.PHONY: robustness golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -93,6 +93,12 @@ test-asan: build-asan
 eval: build
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --markdown $(BUILD)/accuracy.md
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0
+	$(PY) tests/corpus/damage.py $(BUILD)/ddx --markdown $(BUILD)/robustness.md
+
+# Damaged pastes (line numbers, HTML escapes, hard wraps, ...): how many
+# corpus answers survive each damage; docs/robustness.md is its output.
+robustness: build
+	$(PY) tests/corpus/damage.py $(BUILD)/ddx --markdown docs/robustness.md
 
 # Rewrites docs/accuracy.md from the corpus (review the diff).
 accuracy: build
