@@ -383,6 +383,18 @@ static size_t line_try_rank(const char *s, size_t n, line_state_t *st) {
   return i;
 }
 
+/* The end of a glog-shaped prefix (glog, its bracketed c10 form, vLLM):
+ * the level, the time when the prefix has one (t may be NULL), the GLOG
+ * dialect, and one space after the "file:line]" that ends at end. */
+static size_t line_glog_done(const char *s, size_t n, size_t end, char level, const line_time_t *t,
+                             line_state_t *st) {
+  line_set_level(st, level);
+  if (t) line_set_ts(st, t);
+  st->meta->dialects |= DDX_DIALECT_GLOG;
+  st->outer = 0;
+  return line_one_space(s, n, end);
+}
+
 /* "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " (c10 logger), with
  * an optional thread id, and the old "[E ProcessGroupNCCL.cpp:737] " with
  * no time at all. */
@@ -412,11 +424,7 @@ static size_t line_try_glog_bracket(const char *s, size_t n, line_state_t *st) {
   }
   size_t end = line_file_line_end(s, n, i);
   if (!end) return 0;
-  line_set_level(st, s[1]);
-  if (has_time) line_set_ts(st, &t);
-  st->meta->dialects |= DDX_DIALECT_GLOG;
-  st->outer = 0;
-  return line_one_space(s, n, end);
+  return line_glog_done(s, n, end, s[1], has_time ? &t : NULL, st);
 }
 
 /* "E0801 12:34:56.123456 1234 file.cpp:12] " (glog proper, also torch
@@ -439,11 +447,7 @@ static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
   }
   size_t end = line_file_line_end(s, n, i);
   if (!end) return 0;
-  line_set_level(st, s[0]);
-  line_set_ts(st, &t);
-  st->meta->dialects |= DDX_DIALECT_GLOG;
-  st->outer = 0;
-  return line_one_space(s, n, end);
+  return line_glog_done(s, n, end, s[0], &t, st);
 }
 
 /* A bracketed timestamp and what may follow it:
@@ -529,11 +533,7 @@ static size_t line_try_vllm(const char *s, size_t n, line_state_t *st) {
   t.year = 0;
   t.month = mo;
   t.day = d;
-  line_set_level(st, level);
-  line_set_ts(st, &t);
-  st->meta->dialects |= DDX_DIALECT_GLOG;
-  st->outer = 0;
-  return line_one_space(s, n, end);
+  return line_glog_done(s, n, end, level, &t, st);
 }
 
 /* "[1,3]<stderr>:" from mpirun --tag-output: [jobid,rank]<stream>. */
