@@ -383,6 +383,27 @@ static size_t line_try_rank(const char *s, size_t n, line_state_t *st) {
   return i;
 }
 
+/* glog's stamp from the month at *at: "MMDD hh:mm:ss.frac " with any
+ * further spaces, then an optional thread id (space padded) and its spaces;
+ * *at ends on what follows. 0, and the line is not glog, otherwise. */
+static int line_glog_stamp(const char *s, size_t n, size_t *at, line_time_t *t) {
+  size_t i = *at;
+  if (!line_mmdd(s, n, &i, t) || !line_lit(s, n, i, " ")) return 0;
+  i++;
+  if (!line_hms(s, n, &i, t) || !line_lit(s, n, i, " ")) return 0;
+  while (i < n && s[i] == ' ')
+    i++;
+  size_t j = i;
+  int64_t tid;
+  if (line_num(s, n, &j, 1, 20, &tid) && line_lit(s, n, j, " ")) {
+    i = j;
+    while (i < n && s[i] == ' ')
+      i++;
+  }
+  *at = i;
+  return 1;
+}
+
 /* The end of a glog-shaped prefix (glog, its bracketed c10 form, vLLM):
  * the level, the time when the prefix has one (t may be NULL), the GLOG
  * dialect, and one space after the "file:line]" that ends at end. */
@@ -404,18 +425,7 @@ static size_t line_try_glog_bracket(const char *s, size_t n, line_state_t *st) {
   size_t i = 2;
   if (n < 4 || s[0] != '[' || !line_glog_level(s[1])) return 0;
   if (line_is_digit(s[i])) {
-    if (!line_mmdd(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-    i++;
-    if (!line_hms(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-    while (i < n && s[i] == ' ')
-      i++;
-    size_t j = i;
-    int64_t tid;
-    if (line_num(s, n, &j, 1, 20, &tid) && line_lit(s, n, j, " ")) {
-      i = j;
-      while (i < n && s[i] == ' ')
-        i++;
-    }
+    if (!line_glog_stamp(s, n, &i, &t)) return 0;
     has_time = 1;
   } else if (s[i] == ' ') {
     i++;
@@ -433,18 +443,7 @@ static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
   line_time_t t = {0};
   size_t i = 1;
   if (n < 16 || !line_glog_level(s[0]) || !line_is_digit(s[1])) return 0;
-  if (!line_mmdd(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-  i++;
-  if (!line_hms(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-  while (i < n && s[i] == ' ')
-    i++;
-  size_t j = i;
-  int64_t tid;
-  if (line_num(s, n, &j, 1, 20, &tid) && line_lit(s, n, j, " ")) {
-    i = j;
-    while (i < n && s[i] == ' ')
-      i++;
-  }
+  if (!line_glog_stamp(s, n, &i, &t)) return 0;
   size_t end = line_file_line_end(s, n, i);
   if (!end) return 0;
   return line_glog_done(s, n, end, s[0], &t, st);
