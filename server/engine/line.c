@@ -383,51 +383,14 @@ static size_t line_try_rank(const char *s, size_t n, line_state_t *st) {
   return i;
 }
 
-/* "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " (c10 logger), with
- * an optional thread id, and the old "[E ProcessGroupNCCL.cpp:737] " with
- * no time at all. */
-static size_t line_try_glog_bracket(const char *s, size_t n, line_state_t *st) {
-  line_time_t t = {0};
-  int has_time = 0;
-  size_t i = 2;
-  if (n < 4 || s[0] != '[' || !line_glog_level(s[1])) return 0;
-  if (line_is_digit(s[i])) {
-    if (!line_mmdd(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-    i++;
-    if (!line_hms(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
-    while (i < n && s[i] == ' ')
-      i++;
-    size_t j = i;
-    int64_t tid;
-    if (line_num(s, n, &j, 1, 20, &tid) && line_lit(s, n, j, " ")) {
-      i = j;
-      while (i < n && s[i] == ' ')
-        i++;
-    }
-    has_time = 1;
-  } else if (s[i] == ' ') {
-    i++;
-  } else {
-    return 0;
-  }
-  size_t end = line_file_line_end(s, n, i);
-  if (!end) return 0;
-  line_set_level(st, s[1]);
-  if (has_time) line_set_ts(st, &t);
-  st->meta->dialects |= DDX_DIALECT_GLOG;
-  st->outer = 0;
-  return line_one_space(s, n, end);
-}
-
-/* "E0801 12:34:56.123456 1234 file.cpp:12] " (glog proper, also torch
- * elastic's agent since 2.4). The thread id may be space padded. */
-static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
-  line_time_t t = {0};
-  size_t i = 1;
-  if (n < 16 || !line_glog_level(s[0]) || !line_is_digit(s[1])) return 0;
-  if (!line_mmdd(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
+/* glog's stamp from the month at *at: "MMDD hh:mm:ss.frac " with any
+ * further spaces, then an optional thread id (space padded) and its spaces;
+ * *at ends on what follows. 0, and the line is not glog, otherwise. */
+static int line_glog_stamp(const char *s, size_t n, size_t *at, line_time_t *t) {
+  size_t i = *at;
+  if (!line_mmdd(s, n, &i, t) || !line_lit(s, n, i, " ")) return 0;
   i++;
-  if (!line_hms(s, n, &i, &t) || !line_lit(s, n, i, " ")) return 0;
+  if (!line_hms(s, n, &i, t) || !line_lit(s, n, i, " ")) return 0;
   while (i < n && s[i] == ' ')
     i++;
   size_t j = i;
@@ -437,13 +400,53 @@ static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
     while (i < n && s[i] == ' ')
       i++;
   }
-  size_t end = line_file_line_end(s, n, i);
-  if (!end) return 0;
-  line_set_level(st, s[0]);
-  line_set_ts(st, &t);
+  *at = i;
+  return 1;
+}
+
+/* The end of a glog-shaped prefix (glog, its bracketed c10 form, vLLM):
+ * the level, the time when the prefix has one (t may be NULL), the GLOG
+ * dialect, and one space after the "file:line]" that ends at end. */
+static size_t line_glog_done(const char *s, size_t n, size_t end, char level, const line_time_t *t,
+                             line_state_t *st) {
+  line_set_level(st, level);
+  if (t) line_set_ts(st, t);
   st->meta->dialects |= DDX_DIALECT_GLOG;
   st->outer = 0;
   return line_one_space(s, n, end);
+}
+
+/* "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] " (c10 logger), with
+ * an optional thread id, and the old "[E ProcessGroupNCCL.cpp:737] " with
+ * no time at all. */
+static size_t line_try_glog_bracket(const char *s, size_t n, line_state_t *st) {
+  line_time_t t = {0};
+  int has_time = 0;
+  size_t i = 2;
+  if (n < 4 || s[0] != '[' || !line_glog_level(s[1])) return 0;
+  if (line_is_digit(s[i])) {
+    if (!line_glog_stamp(s, n, &i, &t)) return 0;
+    has_time = 1;
+  } else if (s[i] == ' ') {
+    i++;
+  } else {
+    return 0;
+  }
+  size_t end = line_file_line_end(s, n, i);
+  if (!end) return 0;
+  return line_glog_done(s, n, end, s[1], has_time ? &t : NULL, st);
+}
+
+/* "E0801 12:34:56.123456 1234 file.cpp:12] " (glog proper, also torch
+ * elastic's agent since 2.4). The thread id may be space padded. */
+static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
+  line_time_t t = {0};
+  size_t i = 1;
+  if (n < 16 || !line_glog_level(s[0]) || !line_is_digit(s[1])) return 0;
+  if (!line_glog_stamp(s, n, &i, &t)) return 0;
+  size_t end = line_file_line_end(s, n, i);
+  if (!end) return 0;
+  return line_glog_done(s, n, end, s[0], &t, st);
 }
 
 /* A bracketed timestamp and what may follow it:
@@ -529,11 +532,7 @@ static size_t line_try_vllm(const char *s, size_t n, line_state_t *st) {
   t.year = 0;
   t.month = mo;
   t.day = d;
-  line_set_level(st, level);
-  line_set_ts(st, &t);
-  st->meta->dialects |= DDX_DIALECT_GLOG;
-  st->outer = 0;
-  return line_one_space(s, n, end);
+  return line_glog_done(s, n, end, level, &t, st);
 }
 
 /* "[1,3]<stderr>:" from mpirun --tag-output: [jobid,rank]<stream>. */

@@ -974,15 +974,23 @@ static void config_line(const ddx_mem_estimate_t *e, ddx_sb_t *b) {
   if (e->seq_len > 0) ddx_sb_printf(b, ", seq %g", e->seq_len);
 }
 
+/* The opening both reports share: b begun and e's verdict in v. An estimate
+ * that is not valid has nothing to show but that verdict, so its whole
+ * report is "<title> <verdict>\n" (the title in the report's own markup),
+ * written here; false then, and the caller returns b as it is. */
+static bool mem_report_open(const ddx_mem_estimate_t *e, const char *title, ddx_sb_t *b, char *v,
+                            size_t cap) {
+  ddx_sb_init(b);
+  ddx_mem_verdict_text(e, v, cap);
+  if (e->valid) return true;
+  ddx_sb_printf(b, "%s %s\n", title, v);
+  return false;
+}
+
 char *ddx_mem_text(const ddx_mem_estimate_t *e) {
   ddx_sb_t b;
-  ddx_sb_init(&b);
   char v[256];
-  ddx_mem_verdict_text(e, v, sizeof v);
-  if (!e->valid) {
-    ddx_sb_printf(&b, "Memory per GPU: %s\n", v);
-    return ddx_sb_take(&b);
-  }
+  if (!mem_report_open(e, "Memory per GPU:", &b, v, sizeof v)) return ddx_sb_take(&b);
   ddx_sb_puts(&b, "Memory per GPU (");
   config_line(e, &b);
   ddx_sb_puts(&b, ")\n");
@@ -1022,13 +1030,8 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
 
 char *ddx_mem_markdown(const ddx_mem_estimate_t *e) {
   ddx_sb_t b;
-  ddx_sb_init(&b);
   char v[256];
-  ddx_mem_verdict_text(e, v, sizeof v);
-  if (!e->valid) {
-    ddx_sb_printf(&b, "**Memory per GPU:** %s\n", v);
-    return ddx_sb_take(&b);
-  }
+  if (!mem_report_open(e, "**Memory per GPU:**", &b, v, sizeof v)) return ddx_sb_take(&b);
   char r[48];
   gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
   ddx_sb_printf(&b, "**Peak per GPU: %s GiB** — %s\n\n_", r, v);

@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { codeOf, nextEvent, suite } from './harness';
 
 interface Incident {
   rule: string;
@@ -79,7 +80,7 @@ const FIXTURE_RULES = path.join(__dirname, '..', 'catalog-rules');
 const LOOK_A = 'uitest.lookalike-a';
 const LOOK_B = 'uitest.lookalike-b';
 
-const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
+const { test, run: runTests } = suite(OUT);
 
 function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T | undefined>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -98,22 +99,6 @@ function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T 
   });
 }
 
-function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number, pred: (v: T) => boolean = () => true): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      sub.dispose();
-      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
-    }, ms);
-    const sub = ev((v) => {
-      if (!pred(v)) return;
-      clearTimeout(timer);
-      sub.dispose();
-      resolve(v);
-    });
-  });
-}
-
-const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
 const ddxDiags = (uri: vscode.Uri): vscode.Diagnostic[] => vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'ddx');
 const wsUri = (rel: string): vscode.Uri => vscode.Uri.file(path.join(WS, rel));
 
@@ -166,10 +151,6 @@ async function revertConfig(): Promise<void> {
 }
 
 let api: DdxApi;
-const tests: { name: string; fn: () => Promise<void>; timeout: number }[] = [];
-const test = (name: string, fn: () => Promise<void>, timeout = 30000): void => {
-  tests.push({ name, fn, timeout });
-};
 
 // ---------------------------------------------------------------------------------------- tests
 
@@ -676,24 +657,5 @@ test('a missing server gives a clear error and the server comes back when the pa
 // ---------------------------------------------------------------------------------------- runner
 
 export async function run(): Promise<void> {
-  let passed = 0;
-  let failed = 0;
-  log({ event: 'start', tests: tests.length, ws: WS });
-  const only = process.env.DDX_TEST_ONLY ? new RegExp(process.env.DDX_TEST_ONLY) : undefined;
-  for (const t of tests) {
-    if (only && !only.test(t.name) && t !== tests[0]) continue;
-    const t0 = Date.now();
-    try {
-      await Promise.race([
-        t.fn(),
-        new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout after ${t.timeout} ms`)), t.timeout)),
-      ]);
-      passed++;
-      log({ test: t.name, ok: true, ms: Date.now() - t0 });
-    } catch (e) {
-      failed++;
-      log({ test: t.name, ok: false, ms: Date.now() - t0, error: e instanceof Error ? e.message : String(e) });
-    }
-  }
-  log({ event: failed ? 'tests-fail' : 'tests-pass', passed, failed });
+  await runTests(WS, process.env.DDX_TEST_ONLY ? new RegExp(process.env.DDX_TEST_ONLY) : undefined);
 }

@@ -8,6 +8,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { codeOf, nextEvent, suite } from './harness';
 
 interface DdxApi {
   server: {
@@ -23,8 +24,7 @@ interface DdxApi {
 const OUT = process.env.DDX_TEST_OUT ?? '/tmp/ddx-vscode-restricted.jsonl';
 const WS = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '';
 const LOG = 'logs/zero3-oom-8gpu.log';
-const log = (o: object): void => fs.appendFileSync(OUT, JSON.stringify(o) + '\n');
-const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
+const { log, test, run: runTests } = suite(OUT);
 
 /** The diagnostics of `uri` once `pred` holds: now, or at a diagnostics change of that document. */
 function diagnosticsWhere(uri: vscode.Uri, ms: number, pred: (d: vscode.Diagnostic[]) => boolean): Promise<vscode.Diagnostic[]> {
@@ -46,25 +46,7 @@ function diagnosticsWhere(uri: vscode.Uri, ms: number, pred: (d: vscode.Diagnost
   });
 }
 
-function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      sub.dispose();
-      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
-    }, ms);
-    const sub = ev((v) => {
-      clearTimeout(timer);
-      sub.dispose();
-      resolve(v);
-    });
-  });
-}
-
 let api: DdxApi;
-const tests: { name: string; fn: () => Promise<void>; timeout: number }[] = [];
-const test = (name: string, fn: () => Promise<void>, timeout = 30000): void => {
-  tests.push({ name, fn, timeout });
-};
 
 test('restricted: the folder is untrusted and the extension still activates and runs `ddx lsp`', async () => {
   assert.strictEqual(vscode.workspace.isTrusted, false, 'the workspace is in Restricted Mode');
@@ -113,19 +95,5 @@ test('restricted: trusting the folder restarts the server, still with the user\'
 }, 45000);
 
 export async function run(): Promise<void> {
-  let passed = 0;
-  let failed = 0;
-  log({ event: 'start', tests: tests.length, ws: WS });
-  for (const t of tests) {
-    const t0 = Date.now();
-    try {
-      await Promise.race([t.fn(), new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout after ${t.timeout} ms`)), t.timeout))]);
-      passed++;
-      log({ test: t.name, ok: true, ms: Date.now() - t0 });
-    } catch (e) {
-      failed++;
-      log({ test: t.name, ok: false, ms: Date.now() - t0, error: e instanceof Error ? e.message : String(e) });
-    }
-  }
-  log({ event: failed ? 'tests-fail' : 'tests-pass', passed, failed });
+  await runTests(WS);
 }
