@@ -75,6 +75,10 @@ static ddx_catalog_t *make_catalog(void) {
              "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
              "\"signatures\": [{\"regex\": \"-- Process (?<local_rank>\\\\d+) terminated with the "
              "following error:\", \"literals\": [\"terminated with the following error\"]}]");
+  write_rule("t.spawnexit", "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+                            "\"signatures\": [{\"regex\": \"ProcessExitedException: process "
+                            "(?<local_rank>\\\\d+) terminated with signal (?<signal>SIG[A-Z]+)\", "
+                            "\"literals\": [\"ProcessExitedException\"]}]");
   write_rule("t.hang",
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
@@ -461,6 +465,73 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
       "srun: error: node-3: tasks 24,26-31: Terminated\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 25);
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "first observed"));
+  done(&r);
+  /* mp.spawn under srun, no prefix: nprocs=4 is the processes per node,
+   * srun's tasks 0-1 are the nodes (8 ranks); spawn's "Process 1" is the
+   * local rank; ranks 0-3 wait, so local rank 1 is rank 5 */
+  run(&r, cat,
+      "  File \"/w/a.py\", line 9, in <module>\n    mp.spawn(main, args=(args,), nprocs=4, "
+      "join=True)\n-- Process 1 terminated with the following error:\nTraceback (most recent "
+      "call last):\n  File \"/w/a.py\", line 1, in f\nValueError: boom\n[Rank 0] Watchdog "
+      "caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 3] Watchdog "
+      "caught x\nsrun: error: h1: task 1: Exited with exit code 1\n"
+      "srun: error: h0: task 0: Exited with exit code 1\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 1);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "of 8 with its local"));
+  done(&r);
+  /* the same with a cause that names no process: the one launcher report
+   * of a process failing on its own (SIGSEGV; the other node's parent
+   * reports its watchdog's SIGABRT) gives local rank 2: rank 6 */
+  run(&r, cat,
+      "    mp.spawn(main, args=(args,), nprocs=4, join=True)\nValueError: boom\n"
+      "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n"
+      "[Rank 3] Watchdog caught x\ntorch.multiprocessing.spawn.ProcessExitedException: process "
+      "2 terminated with signal SIGSEGV\ntorch.multiprocessing.spawn.ProcessExitedException: "
+      "process 0 terminated with signal SIGABRT\nsrun: error: h1: task 1: Exited with exit code "
+      "1\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
+  done(&r);
+  /* torchrun's rendezvous gives the node count (group_world_size) and the
+   * world: 8 processes per node; GPU... local rank 3 with 0-7 and 9-15
+   * waiting is rank 11 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "  group_world_size=2\n  global_world_sizes=[16, 16]\n[default3]:ValueError: "
+                  "boom\n");
+  for (int k = 0; k < 16; k++)
+    if (k != 11 && k != 3) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1); /* 3 and 11 are both silent */
+  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
+  done(&r);
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "  group_world_size=2\n  global_world_sizes=[16, 16]\n[default3]:ValueError: "
+                  "boom\n");
+  for (int k = 0; k < 16; k++)
+    if (k != 11) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
+  done(&r);
+  /* a host whose own lines name rank 9 holds 8-15 (4 nodes of 8 from
+   * local_ranks=[...]); spawn's report there names local rank 3: rank 11 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b,
+              "  local_ranks=[0, 1, 2, 3, 4, 5, 6, 7]\nh1: [Rank 9] info\nh1: ValueError: boom\n"
+              "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated "
+              "with signal SIGSEGV\n");
+  for (int k = 0; k < 32; k++)
+    if (k < 8 || k >= 16) ddx_sb_printf(&b, "h%d: [Rank %d] Watchdog caught x\n", k / 8, k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
   done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
