@@ -1410,11 +1410,17 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
                        int32_t *lo, int32_t *hi) {
   if (!host || !host[0] || world <= 0) return false;
   host_span_t sp[MAX_SEEN_HOSTS];
-  size_t n = 0;
+  const char *all[MAX_SEEN_HOSTS]; /* every host a line names */
+  size_t n = 0, nall = 0;
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    if (!h->meta.host[0] || h->meta.rank < 0) continue;
+    if (!h->meta.host[0]) continue;
+    size_t a = 0;
+    while (a < nall && strcmp(all[a], h->meta.host))
+      a++;
+    if (a == nall && nall < MAX_SEEN_HOSTS) all[nall++] = h->meta.host;
+    if (h->meta.rank < 0) continue;
     size_t k = 0;
     while (k < n && strcmp(sp[k].host, h->meta.host))
       k++;
@@ -1447,6 +1453,9 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
     P = per_node;
   else if (per_node < 0 && nn > 1 && world % nn == 0 && world / nn >= P)
     P = world / nn;
+  /* the hosts that name ranks fill the world seen, and one more host
+   * (this one) names none: its ranks, all silent, come after them */
+  if (P >= 2 && world % P == 0 && (size_t)(world / P) == n && nall == n + 1) world += P;
   if (n < 1 || P < 2 || world % P || world / P > MAX_SEEN_HOSTS || (size_t)(world / P) != n + 1)
     return false;
   bool claimed[MAX_SEEN_HOSTS] = {false};
@@ -1470,6 +1479,9 @@ typedef struct rank_frame {
   int32_t lo, hi;   /* the node's ranks [lo, hi); hi 0: unknown */
   int32_t per_node; /* processes per node, -1 unknown */
   int32_t world;    /* the world size as far as the log tells, 0 unknown */
+  bool tie;         /* several processes raised the cause alike: a launcher's
+                       "first" failure among them is a tie on its whole-second
+                       timestamps, not evidence */
   const char *host;
   const ddx_rankset_t *waiting; /* ranks that only report collateral */
 } rank_frame_t;
@@ -1491,6 +1503,7 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
    * failing line itself names it */
   bool own = !strcmp(source, "prefix") || !strcmp(source, "capture");
   if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
+  if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table")) fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
   if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
 }
@@ -1600,6 +1613,26 @@ static int32_t spawn_local(const build_t *b, const ddx_incident_t *p) {
   return best ? parse_int(ddx_hit_fact(best, "local_rank")) : -1;
 }
 
+/* A launcher's entry (its line, or a table entry's exitcode line right
+ * below) that reports a process killed by a signal a watchdog or the
+ * launcher sends (SIGABRT, SIGKILL, SIGTERM). */
+static int hit_killed(const ddx_hit_t *h) { /* 1 killed, 0 not, -1 the line does not say */
+  const char *ec = ddx_hit_fact(h, "exitcode"), *sig = ddx_hit_fact(h, "signal");
+  if (ec) return !strcmp(ec, "-6") || !strcmp(ec, "-9") || !strcmp(ec, "-15");
+  if (sig) return !strcmp(sig, "SIGABRT") || !strcmp(sig, "SIGKILL") || !strcmp(sig, "SIGTERM");
+  return -1;
+}
+
+static bool entry_killed(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t j = i; j < b->s->hits.len && j < i + 8; j++) {
+    if (hits[j].input != hits[i].input || hits[j].line > hits[i].line + 3) break;
+    int k = hit_killed(&hits[j]);
+    if (k >= 0) return k;
+  }
+  return false;
+}
+
 /* A launcher's report of a process that failed on its own (exit code 1,
  * SIGSEGV), not one a watchdog or the launcher killed (SIGABRT, SIGKILL,
  * SIGTERM). */
@@ -1636,6 +1669,9 @@ static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, co
     if (h->is_ctx || h->input != p->hit->input || b->cat->rules[h->rule].role != DDX_ROLE_WRAPPER ||
         ddx_hit_fact(h, "rank"))
       continue;
+    /* a Python exception's process exits with 1: a report of an aborted
+     * or killed one on its node is another process's */
+    if (p->nframes > 0 && hit_killed(h) == 1) continue;
     bool here = task >= 0 ? !h->meta.host[0] && (h->meta.dialects & DDX_DIALECT_SRUN) &&
                                 h->meta.rank == task
                           : !strcmp(h->meta.host, host);
@@ -1645,6 +1681,17 @@ static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, co
     if (here && lr >= 0) return lr;
   }
   return -1;
+}
+
+/* How many lines of the input repeat the cause's own line word for word
+ * (one process prints it once, or twice with stdout and stderr merged). */
+static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  size_t n = 0;
+  for (size_t i = 0; p->hit->text && i < b->s->hits.len; i++)
+    n += !hits[i].is_ctx && hits[i].rule == p->hit->rule && hits[i].input == p->hit->input &&
+         hits[i].text && !strcmp(hits[i].text, p->hit->text);
+  return n;
 }
 
 /* 4b. One resolver for the primary's initiating rank: every piece of
@@ -1715,6 +1762,10 @@ static void resolve_rank(build_t *b) {
     f.lo = seen->base, f.hi = seen->base + f.per_node;
   else
     node_block(b, f.host, world, f.per_node, &f.lo, &f.hi);
+  /* several alike cause lines the text cannot tell apart (every rank of
+   * a node failing the same config check) */
+  f.tie = p->ranks.n <= 1 && (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) &&
+          alike_causes(b, p) >= 3;
   ddx_rankset_t waiting = {0};
   collateral_reporters(p, &waiting);
   f.waiting = &waiting;
@@ -1735,9 +1786,11 @@ static void resolve_rank(build_t *b) {
    * own gives the cause's local rank, for the complement below */
   if (f.local < 0 && !f.host[0] && f.hi == 0 && p->role == DDX_ROLE_CAUSE)
     f.local = node_launcher_local(b, p, "");
+  bool exc = p->nframes > 0 && p->role == DDX_ROLE_CAUSE;
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_WRAPPER) continue;
+    if (exc && hit_killed(c->first) == 1) continue;
     if (c->rank < 0 && c->local_rank >= 0 && f.hi > 0 && !strcmp(c->first->meta.host, f.host) &&
         c->local_rank < f.hi - f.lo && (f.local < 0 || f.local == c->local_rank)) {
       /* the launcher on the cause's own node names the failed process's
@@ -1760,14 +1813,22 @@ static void resolve_rank(build_t *b) {
   /* srun's first failed task, on the cause's host, when srun's tasks are
    * ranks (not one per node under torchrun / mp.spawn) */
   if (l->srun_failed_task >= 0 && !srun_nodes &&
-      (!f.host[0] || !strcmp(f.host, l->srun_failed_host)))
+      (!f.host[0] || !strcmp(f.host, l->srun_failed_host))) {
+    bool tie = f.tie; /* srun reports tasks as they end, not by whole seconds */
+    f.tie = false;
     add_evidence(&ev, &f, "launcher-first-failure", l->srun_failed_task, 0.6, true);
-  /* a launcher's table entry under "Root Cause (first observed failure)" */
+    f.tie = tie;
+  }
+  /* a launcher's table entry under "Root Cause (first observed failure)";
+   * when the cause is a Python exception (its process exits with 1), not
+   * an entry whose process was aborted or killed (a watchdog's SIGABRT on
+   * another node) */
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const char *rr = hits[i].is_ctx ? NULL : ddx_hit_fact(&hits[i], "root_rank");
     if (!rr || hits[i].input != p->hit->input ||
-        !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]))
+        !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]) ||
+        (exc && entry_killed(b, i)))
       continue;
     const char *lr = ddx_hit_fact(&hits[i], "local_rank");
     bool pair_ok = f.local < 0 || !lr || parse_int(lr) == f.local;

@@ -533,6 +533,45 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, 11);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
   done(&r);
+  /* every process of node 0 (srun task 0 over torchrun) fails the same
+   * check: the agent's "first" failed local rank is a tie on whole
+   * seconds, so no rank, but the node's ranks as candidates */
+  run(&r, cat,
+      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n0: ValueError: same check\n"
+      "0: ValueError: same check\n0: ValueError: same check\n"
+      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  done(&r);
+  /* the same check failed once: the agent's local rank 2 stands */
+  run(&r, cat,
+      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n"
+      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 2);
+  done(&r);
+  /* a Python traceback's process exits with 1: the spawn parent's report
+   * of a SIGABRT on its node (a watchdog's) is another process's, so the
+   * local rank stays unknown and the node's ranks are the candidates */
+  run(&r, cat,
+      "  local_ranks=[0, 1, 2, 3]\nh1: [Rank 5] info\nh1: Traceback (most recent call "
+      "last):\nh1:   File \"/w/a.py\", line 1, in f\nh1: ValueError: boom\n"
+      "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
+      "SIGABRT\nh0: [Rank 0] Watchdog caught x\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 4);
+  done(&r);
+  /* pdsh hosts without a layout: h0-h2 name ranks 0-23, h3 names none and
+   * raised: it holds 24-31 (its ranks all silent), local rank 6 is 30 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "h3: [default6]:Traceback (most recent call last):\nh3: [default6]:  File "
+                  "\"/w/a.py\", line 1, in f\nh3: [default6]:ValueError: boom\n");
+  for (int k = 0; k < 24; k++)
+    ddx_sb_printf(&b, "h%d: [default%d]:[Rank %d] Watchdog caught x\n", k / 8, k % 8, k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 30);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 6);
+  done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
       "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "
