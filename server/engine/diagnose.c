@@ -1623,6 +1623,29 @@ static int hit_killed(const ddx_hit_t *h) { /* 1 killed, 0 not, -1 the line does
   return -1;
 }
 
+static bool entry_killed(const build_t *b, size_t i);
+
+/* The same for a hit given by address (a collateral's first event). */
+static bool hit_entry_killed(const build_t *b, const ddx_hit_t *h) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    if (&hits[i] == h) return entry_killed(b, i);
+  return hit_killed(h) == 1;
+}
+
+/* A launcher table's entry for (rank, local) whose process was killed. */
+static bool table_entry_killed(const build_t *b, const ddx_incident_t *p, int32_t rank,
+                               int32_t local) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const char *r = ddx_hit_fact(&hits[i], "rank"), *lr = ddx_hit_fact(&hits[i], "local_rank");
+    if (!hits[i].is_ctx && hits[i].input == p->hit->input && r && lr && parse_int(r) == rank &&
+        parse_int(lr) == local && b->cat->rules[hits[i].rule].role == DDX_ROLE_WRAPPER)
+      return entry_killed(b, i);
+  }
+  return false;
+}
+
 static bool entry_killed(const build_t *b, size_t i) {
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t j = i; j < b->s->hits.len && j < i + 8; j++) {
@@ -1771,7 +1794,13 @@ static void resolve_rank(build_t *b) {
   f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
-  if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
+  /* the launcher's table mapped the cause's local rank through an entry
+   * of a process that was aborted or killed: when the cause is a Python
+   * exception (exit 1), that entry is another node's process */
+  bool exc = p->nframes > 0 && p->role == DDX_ROLE_CAUSE;
+  bool src_ok = !(src0 && !strcmp(src0, "launcher-table") && exc &&
+                  table_entry_killed(b, p, p->rank, p->local_rank));
+  if (src0) add_evidence(&ev, &f, src0, p->rank, w0, src_ok);
   /* the cause's node and its local rank: the node's block gives the rank */
   if (f.hi > 0 && f.local >= 0 && f.local < f.hi - f.lo)
     add_evidence(&ev, &f, "node+local", f.lo + f.local, lh ? 0.9 : 0.8, true);
@@ -1786,11 +1815,10 @@ static void resolve_rank(build_t *b) {
    * own gives the cause's local rank, for the complement below */
   if (f.local < 0 && !f.host[0] && f.hi == 0 && p->role == DDX_ROLE_CAUSE)
     f.local = node_launcher_local(b, p, "");
-  bool exc = p->nframes > 0 && p->role == DDX_ROLE_CAUSE;
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_WRAPPER) continue;
-    if (exc && hit_killed(c->first) == 1) continue;
+    if (exc && hit_entry_killed(b, c->first)) continue;
     if (c->rank < 0 && c->local_rank >= 0 && f.hi > 0 && !strcmp(c->first->meta.host, f.host) &&
         c->local_rank < f.hi - f.lo && (f.local < 0 || f.local == c->local_rank)) {
       /* the launcher on the cause's own node names the failed process's
@@ -1882,6 +1910,13 @@ static void resolve_rank(build_t *b) {
         (p->rank_candidates = ddx_arena_alloc(&d->arena, from->n * sizeof(int32_t)))) {
       memcpy(p->rank_candidates, from->v, from->n * sizeof(int32_t));
       p->nrank_candidates = from->n;
+    }
+    /* the placement's note named a rank that did not stand */
+    if (!note[0] && src0 && from->n >= 2) {
+      char rs[160];
+      ddx_rankset_format(from, rs, sizeof rs);
+      snprintf(note, sizeof note, "rank unknown: one of ranks %s", rs);
+      p->rank_note = ddx_arena_strdup(&d->arena, note);
     }
     ddx_rankset_free(&node);
   }

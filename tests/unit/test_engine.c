@@ -79,6 +79,14 @@ static ddx_catalog_t *make_catalog(void) {
                             "\"signatures\": [{\"regex\": \"ProcessExitedException: process "
                             "(?<local_rank>\\\\d+) terminated with signal (?<signal>SIG[A-Z]+)\", "
                             "\"literals\": [\"ProcessExitedException\"]}]");
+  write_rule("t.tablerank",
+             "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+             "\"signatures\": [{\"regex\": \"rank\\\\s+: (?<rank>\\\\d+) \\\\(local_rank: "
+             "(?<local_rank>\\\\d+)\\\\)\", \"literals\": [\"(local_rank: \"]}]");
+  write_rule("t.tableexit",
+             "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+             "\"signatures\": [{\"regex\": \"exitcode\\\\s+: (?<exitcode>-?\\\\d+) \\\\(pid\", "
+             "\"literals\": [\"exitcode  :\"]}]");
   write_rule("t.hang",
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
@@ -559,6 +567,30 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   CHECK_EQ_INT(r.d.incidents[0].rank, -1);
   CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 4);
   done(&r);
+  /* --tee local rank 7 of one of two nodes; 7 and 15 are both silent. A
+   * table entry maps local rank 7 to 15, but its process was aborted
+   * (-6, a watchdog's): the cause, a Python exception, exits with 1, so
+   * the entry is another node's process and the rank stays unknown */
+  for (int ec = 0; ec < 2; ec++) {
+    ddx_sb_init(&b);
+    ddx_sb_printf(&b,
+                  "[default7]:Traceback (most recent call last):\n[default7]:  File \"/w/a.py\", "
+                  "line 1, in f\n[default7]:ValueError: boom\n  rank      : 15 (local_rank: 7)\n"
+                  "  exitcode  : %s (pid: 5)\n",
+                  ec ? "1" : "-6");
+    for (int k = 0; k < 16; k++)
+      if (k != 7 && k != 15) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+    text = ddx_sb_take(&b);
+    run(&r, cat, text);
+    free(text);
+    CHECK_EQ_INT(r.d.incidents[0].rank, ec ? 15 : -1);
+    if (!ec) {
+      CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
+      CHECK(r.d.incidents[0].rank_note &&
+            strstr(r.d.incidents[0].rank_note, "one of ranks 7,15") != NULL);
+    }
+    done(&r);
+  }
   /* pdsh hosts without a layout: h0-h2 name ranks 0-23, h3 names none and
    * raised: it holds 24-31 (its ranks all silent), local rank 6 is 30 */
   ddx_sb_init(&b);
