@@ -1510,10 +1510,17 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
 
 /* The ranks of the primary's collateral that only wait (watchdog
  * timeouts, SIGTERMs): they are not the initiator. */
-static void collateral_reporters(const ddx_incident_t *p, ddx_rankset_t *out) {
+static void collateral_reporters(const ddx_incident_t *p, bool srun_nodes, ddx_rankset_t *out) {
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_COLLATERAL) continue;
+    /* under srun over a per-node launcher, the agent's own lines ("0:
+     * Sending process 123 closing signal SIGTERM") carry srun's task id,
+     * the node, not a worker's rank */
+    const ddx_hit_t *h = c->first;
+    if (srun_nodes && (h->meta.dialects & DDX_DIALECT_SRUN) && !ddx_hit_fact(h, "rank") &&
+        h->text && !strstr(h->text, "ank ") && !strstr(h->text, "[rank"))
+      continue;
     for (size_t k = 0; k < c->ranks.n; k++)
       ddx_rankset_add(out, c->ranks.v[k]);
   }
@@ -1787,10 +1794,10 @@ static void resolve_rank(build_t *b) {
     node_block(b, f.host, world, f.per_node, &f.lo, &f.hi);
   /* several alike cause lines the text cannot tell apart (every rank of
    * a node failing the same config check) */
-  f.tie = p->ranks.n <= 1 && (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) &&
-          alike_causes(b, p) >= 3;
+  f.tie = (p->ranks.n <= 1 || (srun_nodes && (p->hit->meta.dialects & DDX_DIALECT_SRUN))) &&
+          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) && alike_causes(b, p) >= 3;
   ddx_rankset_t waiting = {0};
-  collateral_reporters(p, &waiting);
+  collateral_reporters(p, srun_nodes, &waiting);
   f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));

@@ -87,6 +87,10 @@ static ddx_catalog_t *make_catalog(void) {
              "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
              "\"signatures\": [{\"regex\": \"exitcode\\\\s+: (?<exitcode>-?\\\\d+) \\\\(pid\", "
              "\"literals\": [\"exitcode  :\"]}]");
+  write_rule("t.sigterm",
+             "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 10, "
+             "\"signatures\": [{\"regex\": \"Sending process (?<pid>\\\\d+) closing signal "
+             "SIGTERM\", \"literals\": [\"closing signal\"]}]");
   write_rule("t.hang",
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
@@ -591,6 +595,14 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
     }
     done(&r);
   }
+  /* srun -l over torchrun: "0: Sending process ... SIGTERM" is the agent
+   * of node 0 (srun's task id), not a rank that waited: local rank 0 on
+   * node 0 stays the cause's rank 0 */
+  run(&r, cat,
+      "0: [default1]:[Rank 1] info\n0: ValueError: boom\n0: Sending process 11 closing signal "
+      "SIGTERM\n0: failed (exitcode: 1) local_rank: 0 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 0);
+  done(&r);
   /* pdsh hosts without a layout: h0-h2 name ranks 0-23, h3 names none and
    * raised: it holds 24-31 (its ranks all silent), local rank 6 is 30 */
   ddx_sb_init(&b);
