@@ -42,6 +42,9 @@ typedef struct ddx_layout {
   size_t nhosts;
   int32_t world_size;                         /* -1 unknown */
   int32_t nnodes;                             /* -1 unknown */
+  int32_t nprocs;                             /* processes per node a launcher line names
+                                                 (mp.spawn(..., nprocs=8), torchrun's
+                                                 local_ranks=[0, ..., 7]); -1 unknown */
   char first_host[DDX_HOST_MAX];              /* the first host any candidate line named */
   int seen_hosts;                             /* 0, 1, or 2 meaning "more than one" */
   int32_t max_global, max_local;              /* highest ranks any prefix named */
@@ -52,13 +55,14 @@ typedef struct ddx_layout {
   char srun_failed_host[DDX_HOST_MAX];        /* srun's first failed task: "srun: error: */
   int32_t srun_failed_task;                   /* HOST: task N: Exited with exit code 1" (or a
                                                  signal); -1 none */
+  int32_t srun_max_task;                      /* the highest task id srun reports, -1 none */
   ddx_layout_pid_t pids[DDX_LAYOUT_MAX_PIDS]; /* launch.py "process N spawned ... --local_rank=K" */
   size_t npids;
 } ddx_layout_t;
 
 /* The literals of the lines ddx_layout_parse understands. */
 extern const char *const ddx_layout_literals[];
-#define DDX_LAYOUT_NLITERALS 9
+#define DDX_LAYOUT_NLITERALS 11
 
 void ddx_layout_init(ddx_layout_t *l);
 /* Reads one normalised line; meta->host names the host of node-local facts. */

@@ -1375,8 +1375,12 @@ static const ddx_layout_host_t *learned_host(const ddx_layout_t *l, const char *
 }
 
 /* Processes per node when every node runs the same number: the layout's,
- * else the highest local rank any prefix named + 1 on a multi-node log. */
-static int32_t procs_per_node(const ddx_layout_t *l) {
+ * else what a launcher line names (mp.spawn's nprocs, torchrun's
+ * local_ranks), else the world size over the node count (torchrun's
+ * group_world_size, --nnodes), else the highest local rank any prefix
+ * named + 1 on a multi-node log. */
+static int32_t procs_per_node(const ddx_layout_t *l, int32_t world, bool *exact) {
+  *exact = true;
   int32_t n = -1;
   for (size_t i = 0; i < l->nhosts; i++)
     if (l->hosts[i].nlocal > 0) {
@@ -1384,8 +1388,11 @@ static int32_t procs_per_node(const ddx_layout_t *l) {
       n = l->hosts[i].nlocal;
     }
   if (n > 0) return n;
+  if (l->nprocs > 0) return l->nprocs;
+  if (world > 0 && l->nnodes > 1 && world % l->nnodes == 0) return world / l->nnodes;
   /* torchrun --tee prints every local rank of a node: the highest one
    * seen on a log that names higher global ranks */
+  *exact = false; /* a lower bound */
   if (l->max_local >= 1 && l->max_global > l->max_local) return l->max_local + 1;
   return -1;
 }
@@ -1406,11 +1413,17 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
                        int32_t *lo, int32_t *hi) {
   if (!host || !host[0] || world <= 0) return false;
   host_span_t sp[MAX_SEEN_HOSTS];
-  size_t n = 0;
+  const char *all[MAX_SEEN_HOSTS]; /* every host a line names */
+  size_t n = 0, nall = 0;
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    if (!h->meta.host[0] || h->meta.rank < 0) continue;
+    if (!h->meta.host[0]) continue;
+    size_t a = 0;
+    while (a < nall && strcmp(all[a], h->meta.host))
+      a++;
+    if (a == nall && nall < MAX_SEEN_HOSTS) all[nall++] = h->meta.host;
+    if (h->meta.rank < 0) continue;
     size_t k = 0;
     while (k < n && strcmp(sp[k].host, h->meta.host))
       k++;
@@ -1422,9 +1435,19 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
     if (h->meta.rank > sp[k].hi) sp[k].hi = h->meta.rank;
   }
   int32_t P = 0;
+  const host_span_t *own = NULL;
   for (size_t k = 0; k < n; k++) {
-    if (!strcmp(sp[k].host, host)) return false; /* it shows its own: not this rule */
+    if (!strcmp(sp[k].host, host)) own = &sp[k];
     if (sp[k].hi - sp[k].lo + 1 > P) P = sp[k].hi - sp[k].lo + 1;
+  }
+  /* the host's own lines name some of its ranks ("[Rank 0] DeepSpeed
+   * info"): with P processes per node, numbered node by node, they lie in
+   * one aligned block of P, its node's */
+  if (own) {
+    if (per_node < 2 || own->lo / per_node != own->hi / per_node) return false;
+    *lo = own->lo / per_node * per_node;
+    *hi = *lo + per_node;
+    return *hi <= world;
   }
   /* the processes per node the layout gives (or its node count), when the
    * lines show fewer of each node's ranks */
@@ -1433,6 +1456,9 @@ static bool node_block(const build_t *b, const char *host, int32_t world, int32_
     P = per_node;
   else if (per_node < 0 && nn > 1 && world % nn == 0 && world / nn >= P)
     P = world / nn;
+  /* the hosts that name ranks fill the world seen, and one more host
+   * (this one) names none: its ranks, all silent, come after them */
+  if (P >= 2 && world % P == 0 && (size_t)(world / P) == n && nall == n + 1) world += P;
   if (n < 1 || P < 2 || world % P || world / P > MAX_SEEN_HOSTS || (size_t)(world / P) != n + 1)
     return false;
   bool claimed[MAX_SEEN_HOSTS] = {false};
@@ -1455,6 +1481,10 @@ typedef struct rank_frame {
   int32_t local;    /* -1 unknown */
   int32_t lo, hi;   /* the node's ranks [lo, hi); hi 0: unknown */
   int32_t per_node; /* processes per node, -1 unknown */
+  int32_t world;    /* the world size as far as the log tells, 0 unknown */
+  bool tie;         /* several processes raised the cause alike: a launcher's
+                       "first" failure among them is a tie on its whole-second
+                       timestamps, not evidence */
   const char *host;
   const ddx_rankset_t *waiting; /* ranks that only report collateral */
 } rank_frame_t;
@@ -1476,16 +1506,24 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
    * failing line itself names it */
   bool own = !strcmp(source, "prefix") || !strcmp(source, "capture");
   if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
+  if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table")) fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
   if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
 }
 
 /* The ranks of the primary's collateral that only wait (watchdog
  * timeouts, SIGTERMs): they are not the initiator. */
-static void collateral_reporters(const ddx_incident_t *p, ddx_rankset_t *out) {
+static void collateral_reporters(const ddx_incident_t *p, bool srun_nodes, ddx_rankset_t *out) {
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_COLLATERAL) continue;
+    /* under srun over a per-node launcher, the agent's own lines ("0:
+     * Sending process 123 closing signal SIGTERM") carry srun's task id,
+     * the node, not a worker's rank */
+    const ddx_hit_t *h = c->first;
+    if (srun_nodes && (h->meta.dialects & DDX_DIALECT_SRUN) && !ddx_hit_fact(h, "rank") &&
+        h->text && !strstr(h->text, "ank ") && !strstr(h->text, "[rank"))
+      continue;
     for (size_t k = 0; k < c->ranks.n; k++)
       ddx_rankset_add(out, c->ranks.v[k]);
   }
@@ -1529,7 +1567,8 @@ static int cmp_evidence(const void *pa, const void *pb) {
  * collateral (every other rank only waited); -1 when not exactly one. */
 static int32_t complement_rank(const build_t *b, const rank_frame_t *f, ddx_rankset_t *cand) {
   const ddx_rankset_t *rep = f->waiting;
-  int32_t world = world_size_seen(b->s);
+  int32_t world = f->world;
+  (void)b;
   if (rep->n >= 2 && world > 0 && world <= 1 << 20) {
     int32_t lo = f->hi > 0 ? f->lo : 0, hi = f->hi > 0 ? f->hi : world;
     for (int32_t r = lo; r < hi && cand->n <= 64; r++)
@@ -1584,6 +1623,110 @@ static int32_t spawn_local(const build_t *b, const ddx_incident_t *p) {
   return best ? parse_int(ddx_hit_fact(best, "local_rank")) : -1;
 }
 
+/* A launcher's entry (its line, or a table entry's exitcode line right
+ * below) that reports a process killed by a signal a watchdog or the
+ * launcher sends (SIGABRT, SIGKILL, SIGTERM). */
+static int hit_killed(const ddx_hit_t *h) { /* 1 killed, 0 not, -1 the line does not say */
+  const char *ec = ddx_hit_fact(h, "exitcode"), *sig = ddx_hit_fact(h, "signal");
+  if (ec) return !strcmp(ec, "-6") || !strcmp(ec, "-9") || !strcmp(ec, "-15");
+  if (sig) return !strcmp(sig, "SIGABRT") || !strcmp(sig, "SIGKILL") || !strcmp(sig, "SIGTERM");
+  return -1;
+}
+
+static bool entry_killed(const build_t *b, size_t i);
+
+/* The same for a hit given by address (a collateral's first event). */
+static bool hit_entry_killed(const build_t *b, const ddx_hit_t *h) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    if (&hits[i] == h) return entry_killed(b, i);
+  return hit_killed(h) == 1;
+}
+
+/* A launcher table's entry for (rank, local) whose process was killed. */
+static bool table_entry_killed(const build_t *b, const ddx_incident_t *p, int32_t rank,
+                               int32_t local) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const char *r = ddx_hit_fact(&hits[i], "rank"), *lr = ddx_hit_fact(&hits[i], "local_rank");
+    if (!hits[i].is_ctx && hits[i].input == p->hit->input && r && lr && parse_int(r) == rank &&
+        parse_int(lr) == local && b->cat->rules[hits[i].rule].role == DDX_ROLE_WRAPPER)
+      return entry_killed(b, i);
+  }
+  return false;
+}
+
+static bool entry_killed(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t j = i; j < b->s->hits.len && j < i + 8; j++) {
+    if (hits[j].input != hits[i].input || hits[j].line > hits[i].line + 3) break;
+    int k = hit_killed(&hits[j]);
+    if (k >= 0) return k;
+  }
+  return false;
+}
+
+/* A launcher's report of a process that failed on its own (exit code 1,
+ * SIGSEGV), not one a watchdog or the launcher killed (SIGABRT, SIGKILL,
+ * SIGTERM). */
+static bool own_failure(const ddx_hit_t *h) {
+  const char *ec = ddx_hit_fact(h, "exitcode"), *sig = ddx_hit_fact(h, "signal");
+  if (ec) return strcmp(ec, "-6") && strcmp(ec, "-9") && strcmp(ec, "-15") && strcmp(ec, "0");
+  return sig && strcmp(sig, "SIGABRT") && strcmp(sig, "SIGKILL") && strcmp(sig, "SIGTERM");
+}
+
+/* The local rank the launcher on node `host` (a host name or srun's
+ * "srun-task-N") reports first as failed, -1 when none does. On a log
+ * whose lines name no node, the one local rank that launchers report as
+ * failed on its own (the other nodes' report their watchdog's aborts). */
+static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, const char *host) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  int32_t task = !strncmp(host, "srun-task-", 10) ? parse_int(host + 10) : -1;
+  if (!host[0]) {
+    int32_t only = -1;
+    for (size_t i = 0; i < b->s->hits.len; i++) {
+      const ddx_hit_t *h = &hits[i];
+      if (h->is_ctx || h->input != p->hit->input || h->meta.host[0] || h->meta.rank >= 0 ||
+          b->cat->rules[h->rule].role != DDX_ROLE_WRAPPER || ddx_hit_fact(h, "rank") ||
+          !own_failure(h))
+        continue;
+      int32_t lr = parse_int(ddx_hit_fact(h, "local_rank"));
+      if (lr < 0) continue;
+      if (only >= 0 && only != lr) return -1;
+      only = lr;
+    }
+    return only;
+  }
+  for (size_t i = 0; host[0] && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->input != p->hit->input || b->cat->rules[h->rule].role != DDX_ROLE_WRAPPER ||
+        ddx_hit_fact(h, "rank"))
+      continue;
+    /* a Python exception's process exits with 1: a report of an aborted
+     * or killed one on its node is another process's */
+    if (p->nframes > 0 && hit_killed(h) == 1) continue;
+    bool here = task >= 0 ? !h->meta.host[0] && (h->meta.dialects & DDX_DIALECT_SRUN) &&
+                                h->meta.rank == task
+                          : !strcmp(h->meta.host, host);
+    if (!here && task >= 0) here = !strcmp(h->meta.host, host) && h->meta.rank < 0;
+    int32_t lr =
+        h->meta.local_rank >= 0 ? h->meta.local_rank : parse_int(ddx_hit_fact(h, "local_rank"));
+    if (here && lr >= 0) return lr;
+  }
+  return -1;
+}
+
+/* How many lines of the input repeat the cause's own line word for word
+ * (one process prints it once, or twice with stdout and stderr merged). */
+static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  size_t n = 0;
+  for (size_t i = 0; p->hit->text && i < b->s->hits.len; i++)
+    n += !hits[i].is_ctx && hits[i].rule == p->hit->rule && hits[i].input == p->hit->input &&
+         hits[i].text && !strcmp(hits[i].text, p->hit->text);
+  return n;
+}
+
 /* 4b. One resolver for the primary's initiating rank: every piece of
  * evidence with its weight and source (the cause line's prefix and
  * captures, the layout, launcher pids and tables, the only rank that
@@ -1597,8 +1740,19 @@ static void resolve_rank(build_t *b) {
   ddx_diagnosis_t *d = b->d;
   ddx_incident_t *p = &b->incs[0];
   const ddx_layout_t *l = b->s->layout;
-  rank_frame_t f = {
-      .local = p->local_rank, .per_node = procs_per_node(l), .host = p->hit->meta.host};
+  int32_t world = world_size_seen(b->s);
+  bool exact = false;
+  rank_frame_t f = {.local = p->local_rank,
+                    .per_node = procs_per_node(l, world, &exact),
+                    .host = p->hit->meta.host};
+  /* the highest rank seen rounds up to whole nodes: a node whose last
+   * ranks all stayed silent still runs per_node processes */
+  if (exact && f.per_node > 0 && world > 0 && world % f.per_node)
+    world += f.per_node - world % f.per_node;
+  if (exact && f.per_node > 0 && l->nnodes > 0 && (int64_t)l->nnodes * f.per_node > world &&
+      (int64_t)l->nnodes * f.per_node <= 1 << 20)
+    world = l->nnodes * f.per_node;
+  f.world = world;
   if (f.local < 0 && p->role == DDX_ROLE_CAUSE) f.local = p->local_rank = spawn_local(b, p);
   double w0 = 0;
   const char *src0 = p->rank >= 0 ? placed_source(p, &w0) : NULL;
@@ -1609,6 +1763,17 @@ static void resolve_rank(build_t *b) {
   for (size_t i = 0; i < p->ncollateral && !per_node_agent; i++)
     per_node_agent =
         p->collateral[i].rule->role == DDX_ROLE_WRAPPER && p->collateral[i].local_rank >= 0;
+  /* srun runs one task per node under a launcher that starts the node's
+   * processes itself (torchrun's agent, mp.spawn's parent: its nprocs) */
+  bool srun_nodes = per_node_agent || l->nprocs > 0 ||
+                    (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC |
+                                    DDX_DIALECT_SRUN_NODE));
+  /* ... then the tasks srun reports are the nodes: all of them run
+   * per_node processes */
+  if (srun_nodes && exact && f.per_node > 0 && l->srun_max_task >= 0 &&
+      (int64_t)(l->srun_max_task + 1) * f.per_node > f.world &&
+      (int64_t)(l->srun_max_task + 1) * f.per_node <= 1 << 20)
+    world = f.world = (l->srun_max_task + 1) * f.per_node;
   char srun_node[DDX_HOST_MAX] = "";
   if (src0 && !strcmp(src0, "prefix") && (p->hit->meta.dialects & DDX_DIALECT_SRUN) &&
       ((l->dialects &
@@ -1629,22 +1794,41 @@ static void resolve_rank(build_t *b) {
   else if (seen && f.per_node > 0 && seen->base % f.per_node == 0)
     f.lo = seen->base, f.hi = seen->base + f.per_node;
   else
-    node_block(b, f.host, world_size_seen(b->s), f.per_node, &f.lo, &f.hi);
+    node_block(b, f.host, world, f.per_node, &f.lo, &f.hi);
+  /* several alike cause lines the text cannot tell apart (every rank of
+   * a node failing the same config check) */
+  f.tie = (p->ranks.n <= 1 || (srun_nodes && (p->hit->meta.dialects & DDX_DIALECT_SRUN))) &&
+          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) && alike_causes(b, p) >= 3;
   ddx_rankset_t waiting = {0};
-  collateral_reporters(p, &waiting);
+  collateral_reporters(p, srun_nodes, &waiting);
   f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
-  if (src0) add_evidence(&ev, &f, src0, p->rank, w0, true);
+  /* the launcher's table mapped the cause's local rank through an entry
+   * of a process that was aborted or killed: when the cause is a Python
+   * exception (exit 1), that entry is another node's process */
+  bool exc = p->nframes > 0 && p->role == DDX_ROLE_CAUSE;
+  bool src_ok = !(src0 && !strcmp(src0, "launcher-table") && exc &&
+                  table_entry_killed(b, p, p->rank, p->local_rank));
+  if (src0) add_evidence(&ev, &f, src0, p->rank, w0, src_ok);
   /* the cause's node and its local rank: the node's block gives the rank */
   if (f.hi > 0 && f.local >= 0 && f.local < f.hi - f.lo)
     add_evidence(&ev, &f, "node+local", f.lo + f.local, lh ? 0.9 : 0.8, true);
-  bool srun_nodes =
-      per_node_agent || (l->dialects & (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC |
-                                        DDX_DIALECT_SRUN_NODE));
+  /* the launcher on the cause's node names the process it saw fail first
+   * (spawn's "process 3 terminated with signal SIGSEGV", torchrun's agent
+   * "failed (exitcode: 1) local_rank: 3"): one per node, so its local rank
+   * is the cause's when the cause's line does not name it */
+  int32_t nl = f.hi > 0 ? node_launcher_local(b, p, f.host) : -1;
+  if (nl >= 0 && nl < f.hi - f.lo && (f.local < 0 || f.local == nl))
+    add_evidence(&ev, &f, "launcher-local", f.lo + nl, 0.7, true);
+  /* no node at all: the launchers' one report of a process failing on its
+   * own gives the cause's local rank, for the complement below */
+  if (f.local < 0 && !f.host[0] && f.hi == 0 && p->role == DDX_ROLE_CAUSE)
+    f.local = node_launcher_local(b, p, "");
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
     if (c->rule->role != DDX_ROLE_WRAPPER) continue;
+    if (exc && hit_entry_killed(b, c->first)) continue;
     if (c->rank < 0 && c->local_rank >= 0 && f.hi > 0 && !strcmp(c->first->meta.host, f.host) &&
         c->local_rank < f.hi - f.lo && (f.local < 0 || f.local == c->local_rank)) {
       /* the launcher on the cause's own node names the failed process's
@@ -1666,17 +1850,23 @@ static void resolve_rank(build_t *b) {
   }
   /* srun's first failed task, on the cause's host, when srun's tasks are
    * ranks (not one per node under torchrun / mp.spawn) */
-  if (l->srun_failed_task >= 0 &&
-      !(l->dialects &
-        (DDX_DIALECT_TORCHRUN_TEE | DDX_DIALECT_TORCH_ELASTIC | DDX_DIALECT_SRUN_NODE)) &&
-      !per_node_agent && (!f.host[0] || !strcmp(f.host, l->srun_failed_host)))
+  if (l->srun_failed_task >= 0 && !srun_nodes &&
+      (!f.host[0] || !strcmp(f.host, l->srun_failed_host))) {
+    bool tie = f.tie; /* srun reports tasks as they end, not by whole seconds */
+    f.tie = false;
     add_evidence(&ev, &f, "launcher-first-failure", l->srun_failed_task, 0.6, true);
-  /* a launcher's table entry under "Root Cause (first observed failure)" */
+    f.tie = tie;
+  }
+  /* a launcher's table entry under "Root Cause (first observed failure)";
+   * when the cause is a Python exception (its process exits with 1), not
+   * an entry whose process was aborted or killed (a watchdog's SIGABRT on
+   * another node) */
   const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const char *rr = hits[i].is_ctx ? NULL : ddx_hit_fact(&hits[i], "root_rank");
     if (!rr || hits[i].input != p->hit->input ||
-        !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]))
+        !context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i]) ||
+        (exc && entry_killed(b, i)))
       continue;
     const char *lr = ddx_hit_fact(&hits[i], "local_rank");
     bool pair_ok = f.local < 0 || !lr || parse_int(lr) == f.local;
@@ -1707,7 +1897,7 @@ static void resolve_rank(build_t *b) {
   if (conflict) rank = -1;
   char note[320] = "";
   if (rank >= 0 && (!src0 || rank != p->rank))
-    decided_note(note, sizeof note, &e[0], &f, world_size_seen(b->s));
+    decided_note(note, sizeof note, &e[0], &f, world);
   else if (conflict)
     snprintf(note, sizeof note, "rank unknown: the evidence disagrees (%s says %d, %s says %d)",
              e[0].source, e[0].rank, e[1].source, e[1].rank);
@@ -1730,6 +1920,13 @@ static void resolve_rank(build_t *b) {
         (p->rank_candidates = ddx_arena_alloc(&d->arena, from->n * sizeof(int32_t)))) {
       memcpy(p->rank_candidates, from->v, from->n * sizeof(int32_t));
       p->nrank_candidates = from->n;
+    }
+    /* the placement's note named a rank that did not stand */
+    if (!note[0] && src0 && from->n >= 2) {
+      char rs[160];
+      ddx_rankset_format(from, rs, sizeof rs);
+      snprintf(note, sizeof note, "rank unknown: one of ranks %s", rs);
+      p->rank_note = ddx_arena_strdup(&d->arena, note);
     }
     ddx_rankset_free(&node);
   }

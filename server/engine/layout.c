@@ -9,7 +9,8 @@
 const char *const ddx_layout_literals[] = {
     "WORLD INFO DICT",  "global_rank_mapping",  "num_local_procs=",
     "dist_world_size=", "global_ranks=",        "group_world_size=",
-    "--world_info=",    "spawned with command", "srun: error: "};
+    "--world_info=",    "spawned with command", "srun: error: ",
+    "nprocs=",          "local_ranks=["};
 
 void ddx_layout_note_host(ddx_layout_t *l, const char *host) {
   if (!host || !host[0] || l->seen_hosts > 1) return;
@@ -25,9 +26,11 @@ void ddx_layout_init(ddx_layout_t *l) {
   memset(l, 0, sizeof *l);
   l->world_size = -1;
   l->nnodes = -1;
+  l->nprocs = -1;
   l->max_global = -1;
   l->max_local = -1;
   l->srun_failed_task = -1;
+  l->srun_max_task = -1;
 }
 
 static ddx_layout_host_t *host_slot(ddx_layout_t *l, const char *name, size_t n) {
@@ -206,10 +209,12 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
   /* srun reports each task as it ends: "srun: error: node-3: task 25: Exited
    * with exit code 1"; the first that failed on its own (a non-zero exit
    * or a crash signal, not the "Terminated" srun sent the rest) */
-  if (l->srun_failed_task < 0 && (p = find(t, len, "srun: error: "))) {
+  if ((p = find(t, len, "srun: error: "))) {
     const char *h = p + 13, *c = memchr(h, ':', (size_t)(end - h));
     char *e = NULL;
     long task = c && end - c > 7 && !memcmp(c, ": task ", 7) ? strtol(c + 7, &e, 10) : -1;
+    if (task > l->srun_max_task && task <= DDX_LAYOUT_RANK_MAX) l->srun_max_task = (int32_t)task;
+    if (l->srun_failed_task >= 0) task = -1;
     const char *msg = e && e > c + 7 && end - e > 2 && !memcmp(e, ": ", 2) ? e + 2 : NULL;
     size_t ml = msg ? (size_t)(end - msg) : 0;
     bool failed =
@@ -222,6 +227,18 @@ void ddx_layout_parse(ddx_layout_t *l, const char *t, size_t len, const ddx_line
       l->srun_failed_host[c - h] = 0;
       l->srun_failed_task = (int32_t)task;
     }
+  }
+  /* the processes per node: mp.spawn's nprocs (the call's source line in
+   * a traceback, "mp.spawn(main, args=(args,), nprocs=8, join=True)") and
+   * torchrun's rendezvous result "local_ranks=[0, 1, ..., 7]" */
+  long np = find(t, len, "spawn(") ? number_after(t, len, "nprocs=") : -1;
+  if (np > 0) l->nprocs = (int32_t)np;
+  if ((p = find(t, len, "local_ranks=[")) && (p == t || p[-1] != '_')) {
+    const char *c = p + 13;
+    int32_t count = c < end && *c >= '0' && *c <= '9' ? 1 : 0;
+    for (; c < end && *c != ']' && count; c++)
+      if (*c == ',') count++;
+    if (count && c < end && *c == ']') l->nprocs = count;
   }
   long gwss = number_after(t, len, "global_world_sizes=[");
   if (gwss > 0 && l->world_size < 0) l->world_size = (int32_t)gwss;
@@ -280,6 +297,7 @@ int32_t ddx_layout_global_rank(const ddx_layout_t *l, const char *host, int32_t 
       int32_t per = -1;
       for (size_t i = 0; i < l->nhosts && per < 0; i++)
         if (l->hosts[i].nlocal > 0) per = l->hosts[i].nlocal;
+      if (per < 0) per = l->nprocs;
       if (per < 0 && l->seen_hosts > 1 && l->max_local >= 0) per = l->max_local + 1;
 
       /* ... when the task ids follow torchrun's node order (--node_rank=
@@ -404,12 +422,14 @@ void ddx_layout_merge(ddx_layout_t *dst, const ddx_layout_t *src) {
     if (h->base >= 0) d->base = h->base, d->learned = h->learned;
     if (h->nlocal >= 0) d->nlocal = h->nlocal;
   }
+  if (src->srun_max_task > dst->srun_max_task) dst->srun_max_task = src->srun_max_task;
   if (dst->srun_failed_task < 0 && src->srun_failed_task >= 0) {
     dst->srun_failed_task = src->srun_failed_task;
     memcpy(dst->srun_failed_host, src->srun_failed_host, sizeof dst->srun_failed_host);
   }
   if (src->world_size >= 0) dst->world_size = src->world_size;
   if (src->nnodes >= 0) dst->nnodes = src->nnodes;
+  if (src->nprocs > 0) dst->nprocs = src->nprocs;
   if (src->seen_hosts > 1)
     dst->seen_hosts = 2;
   else if (src->seen_hosts == 1)

@@ -75,6 +75,22 @@ static ddx_catalog_t *make_catalog(void) {
              "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
              "\"signatures\": [{\"regex\": \"-- Process (?<local_rank>\\\\d+) terminated with the "
              "following error:\", \"literals\": [\"terminated with the following error\"]}]");
+  write_rule("t.spawnexit", "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+                            "\"signatures\": [{\"regex\": \"ProcessExitedException: process "
+                            "(?<local_rank>\\\\d+) terminated with signal (?<signal>SIG[A-Z]+)\", "
+                            "\"literals\": [\"ProcessExitedException\"]}]");
+  write_rule("t.tablerank",
+             "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+             "\"signatures\": [{\"regex\": \"rank\\\\s+: (?<rank>\\\\d+) \\\\(local_rank: "
+             "(?<local_rank>\\\\d+)\\\\)\", \"literals\": [\"(local_rank: \"]}]");
+  write_rule("t.tableexit",
+             "\"severity\": \"error\", \"role\": \"wrapper\", \"priority\": 15, "
+             "\"signatures\": [{\"regex\": \"exitcode\\\\s+: (?<exitcode>-?\\\\d+) \\\\(pid\", "
+             "\"literals\": [\"exitcode  :\"]}]");
+  write_rule("t.sigterm",
+             "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 10, "
+             "\"signatures\": [{\"regex\": \"Sending process (?<pid>\\\\d+) closing signal "
+             "SIGTERM\", \"literals\": [\"closing signal\"]}]");
   write_rule("t.hang",
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
@@ -461,6 +477,144 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
       "srun: error: node-3: tasks 24,26-31: Terminated\n");
   CHECK_EQ_INT(r.d.incidents[0].rank, 25);
   CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "first observed"));
+  done(&r);
+  /* mp.spawn under srun, no prefix: nprocs=4 is the processes per node,
+   * srun's tasks 0-1 are the nodes (8 ranks); spawn's "Process 1" is the
+   * local rank; ranks 0-3 wait, so local rank 1 is rank 5 */
+  run(&r, cat,
+      "  File \"/w/a.py\", line 9, in <module>\n    mp.spawn(main, args=(args,), nprocs=4, "
+      "join=True)\n-- Process 1 terminated with the following error:\nTraceback (most recent "
+      "call last):\n  File \"/w/a.py\", line 1, in f\nValueError: boom\n[Rank 0] Watchdog "
+      "caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 3] Watchdog "
+      "caught x\nsrun: error: h1: task 1: Exited with exit code 1\n"
+      "srun: error: h0: task 0: Exited with exit code 1\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 1);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "of 8 with its local"));
+  done(&r);
+  /* the same with a cause that names no process: the one launcher report
+   * of a process failing on its own (SIGSEGV; the other node's parent
+   * reports its watchdog's SIGABRT) gives local rank 2: rank 6 */
+  run(&r, cat,
+      "    mp.spawn(main, args=(args,), nprocs=4, join=True)\nValueError: boom\n"
+      "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n"
+      "[Rank 3] Watchdog caught x\ntorch.multiprocessing.spawn.ProcessExitedException: process "
+      "2 terminated with signal SIGSEGV\ntorch.multiprocessing.spawn.ProcessExitedException: "
+      "process 0 terminated with signal SIGABRT\nsrun: error: h1: task 1: Exited with exit code "
+      "1\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
+  done(&r);
+  /* torchrun's rendezvous gives the node count (group_world_size) and the
+   * world: 8 processes per node; GPU... local rank 3 with 0-7 and 9-15
+   * waiting is rank 11 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "  group_world_size=2\n  global_world_sizes=[16, 16]\n[default3]:ValueError: "
+                  "boom\n");
+  for (int k = 0; k < 16; k++)
+    if (k != 11 && k != 3) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1); /* 3 and 11 are both silent */
+  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
+  done(&r);
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "  group_world_size=2\n  global_world_sizes=[16, 16]\n[default3]:ValueError: "
+                  "boom\n");
+  for (int k = 0; k < 16; k++)
+    if (k != 11) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
+  done(&r);
+  /* a host whose own lines name rank 9 holds 8-15 (4 nodes of 8 from
+   * local_ranks=[...]); spawn's report there names local rank 3: rank 11 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b,
+              "  local_ranks=[0, 1, 2, 3, 4, 5, 6, 7]\nh1: [Rank 9] info\nh1: ValueError: boom\n"
+              "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated "
+              "with signal SIGSEGV\n");
+  for (int k = 0; k < 32; k++)
+    if (k < 8 || k >= 16) ddx_sb_printf(&b, "h%d: [Rank %d] Watchdog caught x\n", k / 8, k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
+  done(&r);
+  /* every process of node 0 (srun task 0 over torchrun) fails the same
+   * check: the agent's "first" failed local rank is a tie on whole
+   * seconds, so no rank, but the node's ranks as candidates */
+  run(&r, cat,
+      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n0: ValueError: same check\n"
+      "0: ValueError: same check\n0: ValueError: same check\n"
+      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  done(&r);
+  /* the same check failed once: the agent's local rank 2 stands */
+  run(&r, cat,
+      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n"
+      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 2);
+  done(&r);
+  /* a Python traceback's process exits with 1: the spawn parent's report
+   * of a SIGABRT on its node (a watchdog's) is another process's, so the
+   * local rank stays unknown and the node's ranks are the candidates */
+  run(&r, cat,
+      "  local_ranks=[0, 1, 2, 3]\nh1: [Rank 5] info\nh1: Traceback (most recent call "
+      "last):\nh1:   File \"/w/a.py\", line 1, in f\nh1: ValueError: boom\n"
+      "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
+      "SIGABRT\nh0: [Rank 0] Watchdog caught x\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 4);
+  done(&r);
+  /* --tee local rank 7 of one of two nodes; 7 and 15 are both silent. A
+   * table entry maps local rank 7 to 15, but its process was aborted
+   * (-6, a watchdog's): the cause, a Python exception, exits with 1, so
+   * the entry is another node's process and the rank stays unknown */
+  for (int ec = 0; ec < 2; ec++) {
+    ddx_sb_init(&b);
+    ddx_sb_printf(&b,
+                  "[default7]:Traceback (most recent call last):\n[default7]:  File \"/w/a.py\", "
+                  "line 1, in f\n[default7]:ValueError: boom\n  rank      : 15 (local_rank: 7)\n"
+                  "  exitcode  : %s (pid: 5)\n",
+                  ec ? "1" : "-6");
+    for (int k = 0; k < 16; k++)
+      if (k != 7 && k != 15) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
+    text = ddx_sb_take(&b);
+    run(&r, cat, text);
+    free(text);
+    CHECK_EQ_INT(r.d.incidents[0].rank, ec ? 15 : -1);
+    if (!ec) {
+      CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
+      CHECK(r.d.incidents[0].rank_note &&
+            strstr(r.d.incidents[0].rank_note, "one of ranks 7,15") != NULL);
+    }
+    done(&r);
+  }
+  /* srun -l over torchrun: "0: Sending process ... SIGTERM" is the agent
+   * of node 0 (srun's task id), not a rank that waited: local rank 0 on
+   * node 0 stays the cause's rank 0 */
+  run(&r, cat,
+      "0: [default1]:[Rank 1] info\n0: ValueError: boom\n0: Sending process 11 closing signal "
+      "SIGTERM\n0: failed (exitcode: 1) local_rank: 0 (pid: 9)\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 0);
+  done(&r);
+  /* pdsh hosts without a layout: h0-h2 name ranks 0-23, h3 names none and
+   * raised: it holds 24-31 (its ranks all silent), local rank 6 is 30 */
+  ddx_sb_init(&b);
+  ddx_sb_puts(&b, "h3: [default6]:Traceback (most recent call last):\nh3: [default6]:  File "
+                  "\"/w/a.py\", line 1, in f\nh3: [default6]:ValueError: boom\n");
+  for (int k = 0; k < 24; k++)
+    ddx_sb_printf(&b, "h%d: [default%d]:[Rank %d] Watchdog caught x\n", k / 8, k % 8, k);
+  text = ddx_sb_take(&b);
+  run(&r, cat, text);
+  free(text);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 30);
+  CHECK_EQ_INT(r.d.incidents[0].local_rank, 6);
   done(&r);
   /* a traceback whose lines all name rank 3, its error line unprefixed */
   run(&r, cat,
