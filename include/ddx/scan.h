@@ -64,6 +64,11 @@ typedef struct ddx_scan_input {
                                local rank, Slurm node), preset on each line */
   uint64_t line_no;         /* ddx_scan_feed_lines: number of the next line */
   uint64_t last_sig;        /* line of the last stored signature hit (0: none) */
+  int32_t wrap;             /* the width its lines were hard-wrapped at (a paste
+                               from a narrow terminal, fold, e-mail): 0 none,
+                               -1 not decided yet (see wrap_decide in scan.c) */
+  bool wrap_words;          /* wrapped at spaces (a space goes back in), not at
+                               exactly the width (nothing does) */
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the
@@ -131,6 +136,8 @@ typedef struct ddx_scan {
   void *md;
   char *norm;
   char *raw;           /* a raw layout line, NUL-terminated (allocated on first use) */
+  char *join;          /* a hard-wrapped line joined again (allocated on first use) */
+  ddx_vec_t groups;    /* wrap_group_t: the joined lines of one buffer */
   ddx_vec_t cands;     /* candidate (pos, literal) pairs of one buffer */
   ddx_vec_t cands_tmp; /* merge scratch for cands */
   ddx_vec_t deferred;  /* progress candidates past the cap, one block */

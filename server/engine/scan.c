@@ -4,6 +4,7 @@
 
 #include "ddx/file.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -21,6 +22,13 @@ typedef struct cand {
   size_t pos;
   uint32_t lit;
 } cand_t;
+
+/* One line of a hard-wrapped input joined again: its physical lines
+ * [start, end) of the buffer, the first one numbered no. */
+typedef struct wrap_group {
+  size_t start, end;
+  uint64_t no;
+} wrap_group_t;
 
 /* A candidate of an anchor-last rule past its storage cap, evaluated after
  * the block's other candidates, newest first (see ddx_rank_progress_t). */
@@ -48,6 +56,7 @@ int ddx_scan_init(ddx_scan_t *s, const ddx_catalog_t *cat) {
   ddx_vec_init(&s->cands, sizeof(cand_t));
   ddx_vec_init(&s->deferred, sizeof(deferred_t));
   ddx_vec_init(&s->cands_tmp, sizeof(cand_t));
+  ddx_vec_init(&s->groups, sizeof(wrap_group_t));
   ddx_vec_init(&s->ctx_ring, sizeof(ddx_hit_t));
   s->ctx_base = calloc(cat->nrules + 1, sizeof *s->ctx_base);
   size_t nctx = 0;
@@ -86,6 +95,8 @@ void ddx_scan_free(ddx_scan_t *s) {
   free(s->buf);
   free(s->norm);
   free(s->raw);
+  free(s->join);
+  ddx_vec_free(&s->groups);
   free(s->rule_hits);
   free(s->rule_stored);
   free(s->rule_last);
@@ -119,6 +130,8 @@ void ddx_scan_trim(ddx_scan_t *s) {
   free(s->buf), s->buf = NULL;
   free(s->norm), s->norm = NULL;
   free(s->raw), s->raw = NULL;
+  free(s->join), s->join = NULL;
+  ddx_vec_free(&s->groups);
   free(s->layout), s->layout = NULL;
   if (s->md) ddx_match_data_free(s->md);
   s->md = NULL;
@@ -154,6 +167,7 @@ static int push_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *de
   else
     ddx_line_meta_init(&in->defaults);
   in->line_no = 1;
+  in->wrap = -1;
   return 0;
 }
 
@@ -725,11 +739,14 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
 }
 
 /* Normalises one candidate line and runs the patterns its literals point at. */
-static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
-                     const ddx_literal_ref_t **refs, size_t nrefs) {
+/* Normalises text (the line [ls, le) of the buffer, or that line joined
+ * with the lines it was wrapped onto) and runs the patterns its literals
+ * point at. */
+static int eval_text(ddx_scan_t *s, const char *text, size_t len, size_t ls, size_t le,
+                     uint64_t line, const ddx_literal_ref_t **refs, size_t nrefs) {
   ddx_line_meta_t meta;
   meta = ((const ddx_scan_input_t *)s->inputs.data)[s->cur].defaults;
-  size_t tlen = ddx_line_normalize(s->buf + ls, le - ls, s->norm, DDX_LINE_MAX + 1, &meta);
+  size_t tlen = ddx_line_normalize(text, len, s->norm, DDX_LINE_MAX + 1, &meta);
   ddx_layout_note_host(s->layout, meta.host);
   ddx_layout_note_ranks(s->layout, meta.rank, meta.local_rank);
   ddx_layout_note_dialects(s->layout, &meta);
@@ -774,6 +791,11 @@ static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
     if (rc) return rc;
   }
   return 0;
+}
+
+static int eval_line(ddx_scan_t *s, size_t ls, size_t le, uint64_t line,
+                     const ddx_literal_ref_t **refs, size_t nrefs) {
+  return eval_text(s, s->buf + ls, le - ls, ls, le, line, refs, nrefs);
 }
 
 static int same_ref(const ddx_literal_ref_t *a, const ddx_literal_ref_t *b) {
@@ -968,6 +990,181 @@ static int tail_progress(ddx_scan_t *s, size_t end) {
 
 /* Processes buf[0..end): every line in it is complete (end is just past a
  * terminator, or the input ended). */
+/* ---- hard-wrapped input (a paste from a narrow terminal, fold, e-mail) ----
+ * A line broken at width W goes on in the next line, and a signature's
+ * words (or its literal) may sit on both sides of the break. An input is
+ * wrapped when, in its first buffer with three or more lines of 40+
+ * bytes, the longest line is 70-240 bytes and at least three, and a
+ * quarter, of the long lines come within WRAP_SLACK of it and are
+ * followed by a continuation. Its lines are then joined again before they are matched:
+ * a line within WRAP_SLACK of W with the continuations after it (at most
+ * WRAP_MAX_LINES), numbered by its first line. */
+#define WRAP_SLACK 15
+#define WRAP_MAX_LINES 6
+
+static size_t content_end(const char *buf, size_t ls, size_t le) {
+  return le > ls && buf[le - 1] == '\r' ? le - 1 : le;
+}
+
+/* Whether the line [ns, ne) goes on the line [ls, le) before it: not
+ * blank, not indented, not a record of its own (a log prefix, a bracket,
+ * a traceback's lines, an exception, a logger level) and not starting
+ * like the line it would continue (a repeated record: tqdm bars, rank
+ * lines). */
+static bool wrap_continues(ddx_scan_t *s, size_t ls, size_t le, size_t ns, size_t ne) {
+  const char *t = s->buf + ns;
+  size_t n = ne - ns;
+  /* one blank: the space a word wrap broke at, moved to the next line */
+  if (n > 1 && t[0] == ' ' && t[1] != ' ' && t[1] != '\t') t++, n--;
+  if (n == 0 || strchr(" \t[({<|+#>*-", t[0])) return false;
+  if (le - ls >= 8 && n >= 8 && !memcmp(s->buf + ls, t, 8)) return false;
+  /* "… options:" then "NCCL_BLOCKING_WAIT: 0": a list, not a wrap */
+  const char *colon = memchr(t, ':', n < 64 ? n : 64);
+  if (le > ls && s->buf[le - 1] == ':' && colon && colon + 1 < t + n && colon[1] == ' ' &&
+      !memchr(t, ' ', (size_t)(colon - t)))
+    return false;
+  static const char *const starts[] = {"Traceback",
+                                       "During handling",
+                                       "The above exception",
+                                       "INFO",
+                                       "WARNING",
+                                       "WARN",
+                                       "ERROR",
+                                       "DEBUG",
+                                       "CRITICAL",
+                                       "FATAL",
+                                       NULL};
+  for (size_t k = 0; starts[k]; k++)
+    if (n >= strlen(starts[k]) && !memcmp(t, starts[k], strlen(starts[k]))) return false;
+  /* an exception line: a dotted name ending in Error/Exception/Warning and ':' */
+  size_t w = 0;
+  while (w < n && w < 120 && (isalnum((unsigned char)t[w]) || t[w] == '_' || t[w] == '.'))
+    w++;
+  if (w < n && t[w] == ':' && w >= 5 &&
+      (memmem(t, w, "Error", 5) || memmem(t, w, "Exception", 9) || memmem(t, w, "Warning", 7)))
+    return false;
+  ddx_line_meta_t meta;
+  ddx_line_meta_init(&meta);
+  size_t cap = n < DDX_LINE_MAX ? n : DDX_LINE_MAX;
+  size_t tlen = ddx_line_normalize(t, cap, s->norm, DDX_LINE_MAX + 1, &meta);
+  return meta.rank < 0 && meta.local_rank < 0 && !meta.host[0] && meta.ts_ms < 0 && !meta.level &&
+         tlen + 2 >= cap;
+}
+
+/* Decides the current input's wrap width from the buffer [count_pos, end). */
+static void wrap_decide(ddx_scan_t *s, size_t end) {
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
+  size_t max = 0, nlong = 0, near = 0, exact = 0;
+  for (size_t ls = s->count_pos; ls < end;) {
+    const char *nl = memchr(s->buf + ls, '\n', end - ls);
+    size_t le = nl ? (size_t)(nl - s->buf) : end;
+    if (memchr(s->buf + ls, '\r', content_end(s->buf, ls, le) - ls)) {
+      in->wrap = 0; /* bare \r line ends (a terminal's redraws): not a paste to rejoin */
+      return;
+    }
+    size_t n = content_end(s->buf, ls, le) - ls;
+    if (n > max) max = n;
+    if (n >= 40) nlong++;
+    ls = nl ? le + 1 : end;
+  }
+  if (nlong < 3) return; /* not decided: too little to tell */
+  in->wrap = 0;
+  if (max < 70 || max > 240) return; /* 72-80 columns, up to a wide terminal */
+  for (size_t ls = s->count_pos; ls < end;) {
+    const char *nl = memchr(s->buf + ls, '\n', end - ls);
+    if (!nl) break;
+    size_t le = (size_t)(nl - s->buf), ns = le + 1;
+    const char *nl2 = ns < end ? memchr(s->buf + ns, '\n', end - ns) : NULL;
+    size_t ne = nl2 ? (size_t)(nl2 - s->buf) : end;
+    size_t ce = content_end(s->buf, ls, le);
+    if (ce - ls + WRAP_SLACK >= max && ns < end &&
+        wrap_continues(s, ls, ce, ns, content_end(s->buf, ns, ne))) {
+      near++;
+      exact += ce - ls == max;
+    }
+    ls = ns;
+  }
+  if (near >= 3 && near * 4 >= nlong) in->wrap = (int32_t)max;
+  /* a terminal breaks at exactly the width, mid-word; fold -s and mail at
+   * a space, which the join puts back */
+  in->wrap_words = exact * 5 < near * 4;
+}
+
+/* The joined lines of the buffer [count_pos, end), in s->groups. */
+static int wrap_groups(ddx_scan_t *s, size_t end) {
+  s->groups.len = 0;
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
+  if (in->wrap < 0) wrap_decide(s, end);
+  if (in->wrap <= 0) return 0;
+  size_t w = (size_t)in->wrap;
+  uint64_t no = s->line_no;
+  for (size_t ls = s->count_pos; ls < end;) {
+    const char *nl = memchr(s->buf + ls, '\n', end - ls);
+    if (!nl) break;
+    size_t start = ls, lines = 1;
+    uint64_t first = no;
+    size_t le = (size_t)(nl - s->buf);
+    /* extend while this line reaches the width and the next goes on it */
+    while (lines < WRAP_MAX_LINES) {
+      size_t ce = content_end(s->buf, ls, le), ns = le + 1;
+      if (ce - ls + WRAP_SLACK < w || ns >= end) break;
+      const char *nl2 = memchr(s->buf + ns, '\n', end - ns);
+      size_t ne = nl2 ? (size_t)(nl2 - s->buf) : end;
+      if (!wrap_continues(s, ls, ce, ns, content_end(s->buf, ns, ne))) break;
+      ls = ns, le = ne, lines++, no++;
+      if (!nl2) break;
+    }
+    if (lines > 1) {
+      wrap_group_t *g = ddx_vec_push(&s->groups);
+      if (!g) return DDX_ENOMEM;
+      *g = (wrap_group_t){start, content_end(s->buf, ls, le), first};
+    }
+    no++;
+    ls = le < end ? le + 1 : end;
+  }
+  return 0;
+}
+
+typedef struct {
+  const ddx_catalog_t *cat;
+  const uint32_t *map; /* the prefilter's literal ids to the catalog's (or NULL) */
+  const ddx_literal_ref_t *refs[MAX_REFS_PER_LINE];
+  size_t n;
+} group_refs_t;
+
+static int group_cb(void *ctx, uint32_t lit, size_t pos) {
+  (void)pos;
+  group_refs_t *g = ctx;
+  const ddx_literal_ref_t *r = &g->cat->lit_refs[g->map ? g->map[lit] : lit];
+  for (size_t k = 0; k < g->n; k++)
+    if (same_ref(g->refs[k], r)) return 0;
+  if (g->n < MAX_REFS_PER_LINE) g->refs[g->n++] = r;
+  return 0;
+}
+
+/* Matches one joined line: its physical lines with the break taken out
+ * (a space where a word wrap dropped one, nothing after a break at
+ * exactly the width). */
+static int eval_group(ddx_scan_t *s, const wrap_group_t *g, bool sat) {
+  if (!s->join && !(s->join = malloc(DDX_LINE_MAX + 1))) return DDX_ENOMEM;
+  const ddx_scan_input_t *in = &((const ddx_scan_input_t *)s->inputs.data)[s->cur];
+  size_t n = 0;
+  for (size_t ls = g->start; ls < g->end && n < DDX_LINE_MAX;) {
+    const char *nl = memchr(s->buf + ls, '\n', g->end - ls);
+    size_t le = nl ? (size_t)(nl - s->buf) : g->end, ce = content_end(s->buf, ls, le);
+    size_t k = ce - ls < DDX_LINE_MAX - n ? ce - ls : DDX_LINE_MAX - n;
+    memcpy(s->join + n, s->buf + ls, k);
+    n += k;
+    if (!nl) break;
+    if (in->wrap_words && n && s->join[n - 1] != ' ' && n < DDX_LINE_MAX) s->join[n++] = ' ';
+    ls = le + 1;
+  }
+  group_refs_t gr = {.cat = s->cat, .map = sat ? s->cat->rest_ids : NULL};
+  int rc = ddx_prefilter_scan(sat ? s->cat->pf_rest : s->cat->prefilter, s->join, n, group_cb, &gr);
+  if (rc || !gr.n) return rc;
+  return eval_text(s, s->join, n, g->start, g->end, g->no, gr.refs, gr.n);
+}
+
 static int process(ddx_scan_t *s, size_t end) {
   int rc;
   s->cands.len = 0;
@@ -980,7 +1177,12 @@ static int process(ddx_scan_t *s, size_t end) {
   cand_t *cs = s->cands.data;
   size_t nc = s->cands.len;
   if (nc > 1 && (rc = sort_cands(&s->cands, &s->cands_tmp))) return rc;
+  if ((rc = wrap_groups(s, end))) return rc;
+  const wrap_group_t *gs = s->groups.data;
+  size_t ng = s->groups.len, gi = 0;
   if (nc == 0) {
+    for (; gi < ng; gi++)
+      if ((rc = eval_group(s, &gs[gi], sat))) return rc;
     s->line_no += count_lines(s, s->buf, s->count_pos, end, end);
     s->count_pos = end;
     return sat ? tail_progress(s, end) : 0;
@@ -996,7 +1198,12 @@ static int process(ddx_scan_t *s, size_t end) {
       if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
       nrefs = 0;
       ls = w.win_ls, le = w.win_le, no = w.win_no;
+      /* the joined lines before this one, in line order */
+      for (; gi < ng && gs[gi].end < ls; gi++)
+        if ((rc = eval_group(s, &gs[gi], sat))) return rc;
     }
+    /* a line of a joined line is matched with it */
+    if (gi < ng && ls >= gs[gi].start && ls <= gs[gi].end) continue;
     const ddx_literal_ref_t *r = &s->cat->lit_refs[cs[i].lit];
     if (is_deferred(s, r)) {
       deferred_t *d = ddx_vec_push(&s->deferred);
@@ -1010,6 +1217,8 @@ static int process(ddx_scan_t *s, size_t end) {
     if (!dup && nrefs < MAX_REFS_PER_LINE) refs[nrefs++] = r;
   }
   if (nrefs && (rc = eval_line(s, ls, le, no, refs, nrefs))) return rc;
+  for (; gi < ng; gi++)
+    if ((rc = eval_group(s, &gs[gi], sat))) return rc;
   s->line_no = w.line + count_lines(s, s->buf, w.lpos, end, end);
   s->count_pos = end;
   if (sat) return tail_progress(s, end);

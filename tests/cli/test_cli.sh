@@ -329,6 +329,38 @@ jq_py "$T/cannot.json" '
 i = d["incidents"][0]
 assert i["rule"] == "py.file-not-found" and i["rank"] == 0, i
 ' && ok || bad "a raise saying it cannot open a file: py.file-not-found"
+# A paste hard-wrapped at 80 columns (a narrow terminal, fold, e-mail): a
+# line that reaches the width goes on in the next one, and the signature's
+# literal may sit on both sides of the break. The lines are joined again and
+# the answer keeps the first line's number; a list after "options:" and
+# repeated records of one format are not joined.
+printf '%s\n' \
+  '[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation ' \
+  'timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for ' \
+  '1802212 milliseconds before timing out.' \
+  '[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation ' \
+  'timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for ' \
+  '1802211 milliseconds before timing out.' >"$T/wrapped.log"
+"$DDX" diagnose --format json "$T/wrapped.log" >"$T/wrapped.json"; rc=$?
+[ "$rc" = 1 ] && jq_py "$T/wrapped.json" '
+i = d["incidents"][0]
+assert i["rule"] == "nccl.watchdog-timeout" and i["line"] == 1, i
+assert i["facts"].get("timeout_ms") in (None, "1800000"), i["facts"]
+assert sorted(i["ranks"]) == [1, 3], i["ranks"]
+' && ok || bad "a paste hard-wrapped at 80 columns: the watchdog timeout at line 1, ranks 1 and 3 (rc $rc)"
+printf '%s\n' \
+  'I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] [Rank 0] NCCL watchdog thread started!' \
+  'I1028 12:13:38.405865 632324 ProcessGroupNCCL.cpp:666] [Rank 0] ProcessGroupNCCL initialized with options:' \
+  'NCCL_ASYNC_ERROR_HANDLING: 1' 'NCCL_BLOCKING_WAIT: 0' \
+  'I1028 12:13:38.412765 632358 ProcessGroupNCCL.cpp:843] [Rank 1] NCCL watchdog thread started!' \
+  'I1028 12:13:38.412766 632325 ProcessGroupNCCL.cpp:666] [Rank 1] ProcessGroupNCCL initialized with options:' \
+  'NCCL_ASYNC_ERROR_HANDLING: 1' 'NCCL_BLOCKING_WAIT: 0' \
+  '[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered' >"$T/notwrapped.log"
+"$DDX" diagnose --format json "$T/notwrapped.log" >"$T/notwrapped.json"
+jq_py "$T/notwrapped.json" '
+i = d["incidents"][0]
+assert i["rule"] == "cuda.illegal-access" and i["line"] == 9 and i["rank"] == 0, i
+' && ok || bad "lines of a normal log are not joined: the error keeps its own line"
 # vLLM logs the KV cache's concurrency before it refuses to start: below 1x
 # one request of the max length does not fit (the error line may be cut).
 printf '%s\n' 'INFO 11-20 10:01:02 executor_base.py:110] # GPU blocks: 1478, # CPU blocks: 2048' \

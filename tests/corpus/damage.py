@@ -9,7 +9,7 @@ diagnosed again: the table says how many stay right, how many go silent
 timing. Nothing here is a gate: it is the map of where ddx is weak on text
 it has never seen (docs/robustness.md is its --markdown output).
 
-usage: damage.py DDX [--corpus DIR] [--parts dev,held] [--markdown FILE] [--jobs N]"""
+usage: damage.py DDX [--corpus DIR] [--parts dev,held] [--only NAME,...] [--markdown FILE] [--jobs N]"""
 import argparse
 import html
 import json
@@ -133,7 +133,9 @@ def main():
     ap.add_argument("--parts", default="dev,held")
     ap.add_argument("--markdown", metavar="FILE")
     ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--only", help="comma-separated damage names (default: all)")
     a = ap.parse_args()
+    damages = [d for d in DAMAGES if not a.only or d[0] in a.only.split(",")]
     logs = []
     for part in a.parts.split(","):
         with open(os.path.join(a.corpus, part, "labels.jsonl"), encoding="utf-8") as fh:
@@ -151,14 +153,14 @@ def main():
             for k, (part, f, cls) in enumerate(ok):
                 with open(os.path.join(a.corpus, part, f), encoding="utf-8", errors="replace") as fh:
                     text = fh.read()
-                for d, (name, _, fn) in enumerate(DAMAGES):
+                for d, (name, _, fn) in enumerate(damages):
                     p = os.path.join(tmp, f"{k}-{d}-{f}")
                     with open(p, "w", encoding="utf-8", newline="") as out:
                         out.write(fn(text))
                     jobs.append((part, name, cls, p))
             got = list(pool.map(lambda j: primary(a.ddx, j[3]), jobs))
     rows = []
-    for name, what, _ in DAMAGES:
+    for name, what, _ in damages:
         res = [(j, g) for j, g in zip(jobs, got) if j[1] == name]
         per = {}
         for part in a.parts.split(","):
@@ -166,7 +168,7 @@ def main():
             per[part] = (sum(right(j[2], g) for j, g in rs), sum(g is None for _, g in rs), len(rs))
         rows.append((name, what, per))
     parts = a.parts.split(",")
-    print(f"damage benchmark: {len(ok)} of {len(logs)} failure logs right at top-1 as they are, each damaged 14 ways")
+    print(f"damage benchmark: {len(ok)} of {len(logs)} failure logs right at top-1 as they are, each damaged {len(damages)} ways")
     head = ["damage"] + [f"{p} right / silent" for p in parts]
     print(" | ".join(head))
     for name, _, per in rows:
