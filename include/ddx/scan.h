@@ -69,6 +69,9 @@ typedef struct ddx_scan_input {
                                -1 not decided yet (see wrap_decide in scan.c) */
   bool wrap_words;          /* wrapped at spaces (a space goes back in), not at
                                exactly the width (nothing does) */
+  int8_t html;              /* HTML-escaped (`&quot;`, `&#x27;`, `&lt;`: copied from
+                               an HTML page's source or an export): 1 yes, 0 no,
+                               -1 not decided yet (see html_decide in scan.c) */
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the

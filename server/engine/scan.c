@@ -168,6 +168,7 @@ static int push_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *de
     ddx_line_meta_init(&in->defaults);
   in->line_no = 1;
   in->wrap = -1;
+  in->html = -1;
   return 0;
 }
 
@@ -1091,21 +1092,76 @@ static void wrap_decide(ddx_scan_t *s, size_t end) {
 }
 
 /* The joined lines of the buffer [count_pos, end), in s->groups. */
+/* The HTML entities a log's text takes when copied from a page's source
+ * or an export, and what they stand for. */
+static const struct {
+  const char *e;
+  char c;
+} html_entities[] = {{"&quot;", '"'}, {"&#x27;", '\''}, {"&#39;", '\''}, {"&lt;", '<'},
+                     {"&gt;", '>'},   {"&#x2F;", '/'},  {"&amp;", '&'},  {NULL, 0}};
+
+/* Decides whether the current input is HTML-escaped, from the buffer
+ * [count_pos, end): three or more entities, and more of them than raw
+ * double quotes. */
+static void html_decide(ddx_scan_t *s, size_t end) {
+  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
+  size_t lim = end - s->count_pos < 65536 ? end - s->count_pos : 65536, ents = 0, quotes = 0;
+  const char *b = s->buf + s->count_pos;
+  for (size_t i = 0; i < lim; i++) {
+    if (b[i] == '"') quotes++;
+    if (b[i] != '&') continue;
+    for (size_t k = 0; html_entities[k].e; k++) {
+      size_t el = strlen(html_entities[k].e);
+      if (lim - i >= el && !memcmp(b + i, html_entities[k].e, el)) {
+        ents++;
+        break;
+      }
+    }
+  }
+  if (ents >= 3 && ents > quotes)
+    in->html = 1;
+  else if (lim >= 4096)
+    in->html = 0; /* enough seen to say no */
+}
+
+/* Decodes the entities of text[0, n) in place; returns the new length. */
+static size_t html_decode(char *t, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t k = 0, el = 0;
+    if (t[i] == '&')
+      for (; html_entities[k].e; k++) {
+        el = strlen(html_entities[k].e);
+        if (n - i >= el && !memcmp(t + i, html_entities[k].e, el)) break;
+      }
+    if (t[i] == '&' && html_entities[k].e) {
+      t[o++] = html_entities[k].c;
+      i += el;
+    } else {
+      t[o++] = t[i++];
+    }
+  }
+  return o;
+}
+
+/* The joined lines of the buffer [count_pos, end), in s->groups: a
+ * hard-wrapped line with its continuations, and in an HTML-escaped input
+ * each line with an entity (matched decoded). */
 static int wrap_groups(ddx_scan_t *s, size_t end) {
   s->groups.len = 0;
   ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
   if (in->wrap < 0) wrap_decide(s, end);
-  if (in->wrap <= 0) return 0;
-  size_t w = (size_t)in->wrap;
+  if (in->html < 0) html_decide(s, end);
+  if (in->wrap <= 0 && in->html != 1) return 0;
+  size_t w = in->wrap > 0 ? (size_t)in->wrap : SIZE_MAX - WRAP_SLACK;
   uint64_t no = s->line_no;
   for (size_t ls = s->count_pos; ls < end;) {
     const char *nl = memchr(s->buf + ls, '\n', end - ls);
-    if (!nl) break;
     size_t start = ls, lines = 1;
     uint64_t first = no;
-    size_t le = (size_t)(nl - s->buf);
+    size_t le = nl ? (size_t)(nl - s->buf) : end;
     /* extend while this line reaches the width and the next goes on it */
-    while (lines < WRAP_MAX_LINES) {
+    while (nl && lines < WRAP_MAX_LINES) {
       size_t ce = content_end(s->buf, ls, le), ns = le + 1;
       if (ce - ls + WRAP_SLACK < w || ns >= end) break;
       const char *nl2 = memchr(s->buf + ns, '\n', end - ns);
@@ -1114,10 +1170,11 @@ static int wrap_groups(ddx_scan_t *s, size_t end) {
       ls = ns, le = ne, lines++, no++;
       if (!nl2) break;
     }
-    if (lines > 1) {
+    size_t ge = content_end(s->buf, ls, le);
+    if (lines > 1 || (in->html == 1 && memchr(s->buf + start, '&', ge - start))) {
       wrap_group_t *g = ddx_vec_push(&s->groups);
       if (!g) return DDX_ENOMEM;
-      *g = (wrap_group_t){start, content_end(s->buf, ls, le), first};
+      *g = (wrap_group_t){start, ge, first};
     }
     no++;
     ls = le < end ? le + 1 : end;
@@ -1159,6 +1216,7 @@ static int eval_group(ddx_scan_t *s, const wrap_group_t *g, bool sat) {
     if (in->wrap_words && n && s->join[n - 1] != ' ' && n < DDX_LINE_MAX) s->join[n++] = ' ';
     ls = le + 1;
   }
+  if (in->html == 1) n = html_decode(s->join, n);
   group_refs_t gr = {.cat = s->cat, .map = sat ? s->cat->rest_ids : NULL};
   int rc = ddx_prefilter_scan(sat ? s->cat->pf_rest : s->cat->prefilter, s->join, n, group_cb, &gr);
   if (rc || !gr.n) return rc;

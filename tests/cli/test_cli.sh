@@ -361,6 +361,18 @@ jq_py "$T/notwrapped.json" '
 i = d["incidents"][0]
 assert i["rule"] == "cuda.illegal-access" and i["line"] == 9 and i["rank"] == 0, i
 ' && ok || bad "lines of a normal log are not joined: the error keeps its own line"
+# A paste copied from an HTML page's source or an export keeps its
+# entities (`File &quot;…&quot;`, `&#x27;`): its lines are matched decoded.
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File &quot;/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/zero/stage3.py&quot;, line 101, in step' \
+  '    self._optimizer_step(sub_group_id)' \
+  '[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 1.06 GiB is free. Of the allocated memory 74.52 GiB is allocated by PyTorch, and 2.94 GiB is reserved by PyTorch but unallocated. See documentation for &#x27;PYTORCH_CUDA_ALLOC_CONF&#x27;' >"$T/html.log"
+"$DDX" diagnose --format json "$T/html.log" >"$T/html.json"; rc=$?
+[ "$rc" = 1 ] && jq_py "$T/html.json" '
+i = d["incidents"][0]
+assert "oom" in i["rule"] and i["rank"] == 2 and i["line"] == 4, i
+assert i["traceback"] and i["traceback"][0]["function"] == "step", i["traceback"]
+' && ok || bad "an HTML-escaped paste: its frames and its OOM are read decoded (rc $rc)"
 # vLLM logs the KV cache's concurrency before it refuses to start: below 1x
 # one request of the max length does not fit (the error line may be cut).
 printf '%s\n' 'INFO 11-20 10:01:02 executor_base.py:110] # GPU blocks: 1478, # CPU blocks: 2048' \
