@@ -66,12 +66,12 @@ typedef struct ddx_scan_input {
   uint64_t last_sig;        /* line of the last stored signature hit (0: none) */
   int32_t wrap;             /* the width its lines were hard-wrapped at (a paste
                                from a narrow terminal, fold, e-mail): 0 none,
-                               -1 not decided yet (see wrap_decide in scan.c) */
+                               -1 not decided yet (see wrap_width in scan.c) */
   bool wrap_words;          /* wrapped at spaces (a space goes back in), not at
                                exactly the width (nothing does) */
   int8_t html;              /* HTML-escaped (`&quot;`, `&#x27;`, `&lt;`: copied from
                                an HTML page's source or an export): 1 yes, 0 no,
-                               -1 not decided yet (see html_decide in scan.c) */
+                               -1 not decided yet (see html_escaped in scan.c) */
 } ddx_scan_input_t;
 
 /* Where each rank last made progress (hits of an anchor-last rule): the
@@ -187,6 +187,11 @@ int ddx_scan_path(ddx_scan_t *s, const char *path, ddx_error_t *err);
  * per-rule storage caps and the newest progress event are as one scan
  * keeps them. src is left empty (its arena moves to dst). */
 size_t ddx_scan_plan(int fd, uint64_t size, size_t n, uint64_t *bounds);
+/* Whether an input starting with data[0, len) has its lines joined or
+ * decoded before matching (hard-wrapped, HTML-escaped): such a file is
+ * scanned in one pass, as parts scanned apart could decide apart. */
+bool ddx_scan_rejoins(const char *data, size_t len);
+
 int ddx_scan_fd_range(ddx_scan_t *s, int fd, const char *path, uint64_t from, uint64_t to,
                       ddx_error_t *err);
 int ddx_scan_merge(ddx_scan_t *dst, ddx_scan_t *src);

@@ -1012,16 +1012,22 @@ static size_t content_end(const char *buf, size_t ls, size_t le) {
  * a traceback's lines, an exception, a logger level) and not starting
  * like the line it would continue (a repeated record: tqdm bars, rank
  * lines). */
-static bool wrap_continues(ddx_scan_t *s, size_t ls, size_t le, size_t ns, size_t ne) {
-  const char *t = s->buf + ns;
+static bool wrap_continues(const char *buf, char *norm, size_t ls, size_t le, size_t ns,
+                           size_t ne) {
+  const char *t = buf + ns;
   size_t n = ne - ns;
+  /* a box of rich's (│ ╭ ╰ ┃): fixed-width lines, never a wrap */
+  if ((n >= 2 && (unsigned char)t[0] == 0xe2 && ((unsigned char)t[1] & 0xfe) == 0x94) ||
+      (le - ls >= 2 && (unsigned char)buf[ls] == 0xe2 &&
+       ((unsigned char)buf[ls + 1] & 0xfe) == 0x94))
+    return false;
   /* one blank: the space a word wrap broke at, moved to the next line */
   if (n > 1 && t[0] == ' ' && t[1] != ' ' && t[1] != '\t') t++, n--;
   if (n == 0 || strchr(" \t[({<|+#>*-", t[0])) return false;
-  if (le - ls >= 8 && n >= 8 && !memcmp(s->buf + ls, t, 8)) return false;
+  if (le - ls >= 8 && n >= 8 && !memcmp(buf + ls, t, 8)) return false;
   /* "… options:" then "NCCL_BLOCKING_WAIT: 0": a list, not a wrap */
   const char *colon = memchr(t, ':', n < 64 ? n : 64);
-  if (le > ls && s->buf[le - 1] == ':' && colon && colon + 1 < t + n && colon[1] == ' ' &&
+  if (le > ls && buf[le - 1] == ':' && colon && colon + 1 < t + n && colon[1] == ' ' &&
       !memchr(t, ' ', (size_t)(colon - t)))
     return false;
   static const char *const starts[] = {"Traceback",
@@ -1047,48 +1053,45 @@ static bool wrap_continues(ddx_scan_t *s, size_t ls, size_t le, size_t ns, size_
   ddx_line_meta_t meta;
   ddx_line_meta_init(&meta);
   size_t cap = n < DDX_LINE_MAX ? n : DDX_LINE_MAX;
-  size_t tlen = ddx_line_normalize(t, cap, s->norm, DDX_LINE_MAX + 1, &meta);
+  size_t tlen = ddx_line_normalize(t, cap, norm, DDX_LINE_MAX + 1, &meta);
   return meta.rank < 0 && meta.local_rank < 0 && !meta.host[0] && meta.ts_ms < 0 && !meta.level &&
          tlen + 2 >= cap;
 }
 
-/* Decides the current input's wrap width from the buffer [count_pos, end). */
-static void wrap_decide(ddx_scan_t *s, size_t end) {
-  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
+/* The width the lines of buf [from, end) were wrapped at: -1 not decided
+ * yet, 0 none; *words: wrapped at spaces. */
+static int32_t wrap_width(const char *buf, size_t from, size_t end, char *norm, bool *words) {
   size_t max = 0, nlong = 0, near = 0, exact = 0;
-  for (size_t ls = s->count_pos; ls < end;) {
-    const char *nl = memchr(s->buf + ls, '\n', end - ls);
-    size_t le = nl ? (size_t)(nl - s->buf) : end;
-    if (memchr(s->buf + ls, '\r', content_end(s->buf, ls, le) - ls)) {
-      in->wrap = 0; /* bare \r line ends (a terminal's redraws): not a paste to rejoin */
-      return;
-    }
-    size_t n = content_end(s->buf, ls, le) - ls;
+  for (size_t ls = from; ls < end;) {
+    const char *nl = memchr(buf + ls, '\n', end - ls);
+    size_t le = nl ? (size_t)(nl - buf) : end;
+    if (memchr(buf + ls, '\r', content_end(buf, ls, le) - ls))
+      return 0; /* bare \r line ends (a terminal's redraws): not a paste to rejoin */
+    size_t n = content_end(buf, ls, le) - ls;
     if (n > max) max = n;
     if (n >= 40) nlong++;
     ls = nl ? le + 1 : end;
   }
-  if (nlong < 3) return; /* not decided: too little to tell */
-  in->wrap = 0;
-  if (max < 70 || max > 240) return; /* 72-80 columns, up to a wide terminal */
-  for (size_t ls = s->count_pos; ls < end;) {
-    const char *nl = memchr(s->buf + ls, '\n', end - ls);
+  if (nlong < 3) return -1;            /* not decided: too little to tell */
+  if (max < 70 || max > 240) return 0; /* 72-80 columns, up to a wide terminal */
+  for (size_t ls = from; ls < end;) {
+    const char *nl = memchr(buf + ls, '\n', end - ls);
     if (!nl) break;
-    size_t le = (size_t)(nl - s->buf), ns = le + 1;
-    const char *nl2 = ns < end ? memchr(s->buf + ns, '\n', end - ns) : NULL;
-    size_t ne = nl2 ? (size_t)(nl2 - s->buf) : end;
-    size_t ce = content_end(s->buf, ls, le);
+    size_t le = (size_t)(nl - buf), ns = le + 1;
+    const char *nl2 = ns < end ? memchr(buf + ns, '\n', end - ns) : NULL;
+    size_t ne = nl2 ? (size_t)(nl2 - buf) : end;
+    size_t ce = content_end(buf, ls, le);
     if (ce - ls + WRAP_SLACK >= max && ns < end &&
-        wrap_continues(s, ls, ce, ns, content_end(s->buf, ns, ne))) {
+        wrap_continues(buf, norm, ls, ce, ns, content_end(buf, ns, ne))) {
       near++;
       exact += ce - ls == max;
     }
     ls = ns;
   }
-  if (near >= 3 && near * 4 >= nlong) in->wrap = (int32_t)max;
   /* a terminal breaks at exactly the width, mid-word; fold -s and mail at
    * a space, which the join puts back */
-  in->wrap_words = exact * 5 < near * 4;
+  *words = exact * 5 < near * 4;
+  return near >= 3 && near * 4 >= nlong ? (int32_t)max : 0;
 }
 
 /* The joined lines of the buffer [count_pos, end), in s->groups. */
@@ -1100,13 +1103,10 @@ static const struct {
 } html_entities[] = {{"&quot;", '"'}, {"&#x27;", '\''}, {"&#39;", '\''}, {"&lt;", '<'},
                      {"&gt;", '>'},   {"&#x2F;", '/'},  {"&amp;", '&'},  {NULL, 0}};
 
-/* Decides whether the current input is HTML-escaped, from the buffer
- * [count_pos, end): three or more entities, and more of them than raw
- * double quotes. */
-static void html_decide(ddx_scan_t *s, size_t end) {
-  ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
-  size_t lim = end - s->count_pos < 65536 ? end - s->count_pos : 65536, ents = 0, quotes = 0;
-  const char *b = s->buf + s->count_pos;
+/* Whether b[0, len) is HTML-escaped (-1: not decided yet): three or more entities, and more of them
+ * than raw double quotes. */
+static int8_t html_escaped(const char *b, size_t len) {
+  size_t lim = len < 65536 ? len : 65536, ents = 0, quotes = 0;
   for (size_t i = 0; i < lim; i++) {
     if (b[i] == '"') quotes++;
     if (b[i] != '&') continue;
@@ -1118,10 +1118,23 @@ static void html_decide(ddx_scan_t *s, size_t end) {
       }
     }
   }
-  if (ents >= 3 && ents > quotes)
-    in->html = 1;
-  else if (lim >= 4096)
-    in->html = 0; /* enough seen to say no */
+  if (ents >= 3 && ents > quotes) return 1;
+  return lim >= 4096 ? 0 : -1; /* enough seen to say no */
+}
+
+/* Whether an input that starts with data[0, len) has its lines joined or
+ * decoded (hard-wrapped, HTML-escaped): split.c scans such a file in one
+ * pass, as its parts could decide apart. */
+bool ddx_scan_rejoins(const char *data, size_t len) {
+  char *norm = malloc(DDX_LINE_MAX + 1);
+  if (!norm) return false;
+  bool words;
+  size_t end = len;
+  const char *nl = memrchr(data, '\n', len);
+  if (nl) end = (size_t)(nl - data) + 1; /* whole lines only */
+  bool r = wrap_width(data, 0, end, norm, &words) > 0 || html_escaped(data, len) == 1;
+  free(norm);
+  return r;
 }
 
 /* Decodes the entities of text[0, n) in place; returns the new length. */
@@ -1150,8 +1163,8 @@ static size_t html_decode(char *t, size_t n) {
 static int wrap_groups(ddx_scan_t *s, size_t end) {
   s->groups.len = 0;
   ddx_scan_input_t *in = &((ddx_scan_input_t *)s->inputs.data)[s->cur];
-  if (in->wrap < 0) wrap_decide(s, end);
-  if (in->html < 0) html_decide(s, end);
+  if (in->wrap < 0) in->wrap = wrap_width(s->buf, s->count_pos, end, s->norm, &in->wrap_words);
+  if (in->html < 0) in->html = html_escaped(s->buf + s->count_pos, end - s->count_pos);
   if (in->wrap <= 0 && in->html != 1) return 0;
   size_t w = in->wrap > 0 ? (size_t)in->wrap : SIZE_MAX - WRAP_SLACK;
   uint64_t no = s->line_no;
@@ -1166,7 +1179,7 @@ static int wrap_groups(ddx_scan_t *s, size_t end) {
       if (ce - ls + WRAP_SLACK < w || ns >= end) break;
       const char *nl2 = memchr(s->buf + ns, '\n', end - ns);
       size_t ne = nl2 ? (size_t)(nl2 - s->buf) : end;
-      if (!wrap_continues(s, ls, ce, ns, content_end(s->buf, ns, ne))) break;
+      if (!wrap_continues(s->buf, s->norm, ls, ce, ns, content_end(s->buf, ns, ne))) break;
       ls = ns, le = ne, lines++, no++;
       if (!nl2) break;
     }

@@ -57,6 +57,14 @@ int ddx_split_scan_fd(ddx_scan_t *scan, int fd, const struct stat *st, const cha
   if (threads < 2 || !S_ISREG(st->st_mode) || (uint64_t)st->st_size < split_min)
     return ddx_scan_fd_range(scan, fd, path, 0, UINT64_MAX, err);
   if (threads > DDX_SPLIT_MAX_THREADS) threads = DDX_SPLIT_MAX_THREADS;
+  /* a hard-wrapped or HTML-escaped file is decided from its start and its
+   * lines joined across part boundaries: one pass */
+  char *head = malloc(65536);
+  if (!head) return ddx_error_set(err, DDX_ENOMEM, "out of memory");
+  ssize_t got = pread(fd, head, 65536, 0);
+  bool one = got > 0 && ddx_scan_rejoins(head, (size_t)got);
+  free(head);
+  if (one) return ddx_scan_fd_range(scan, fd, path, 0, UINT64_MAX, err);
   uint64_t bounds[DDX_SPLIT_MAX_THREADS + 1];
   size_t n = ddx_scan_plan(fd, (uint64_t)st->st_size, threads, bounds);
   if (n < 2) return ddx_scan_fd_range(scan, fd, path, 0, UINT64_MAX, err);
