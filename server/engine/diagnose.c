@@ -1716,6 +1716,76 @@ static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, co
   return -1;
 }
 
+/* Whether the launcher on the cause's node shows that it saw one process
+ * fail, so that its pick among alike failures is no tie: the table right
+ * below its "failed (exitcode: 1) local_rank: N" line lists one failure of
+ * its own, or, without a table, the agent sent SIGTERM to every other
+ * process of the node right before that line (torchrun closes the rest of
+ * the node when it notices the first exit). A table whose failures share
+ * one second, or fewer SIGTERMs, leave the order to chance. */
+static bool launcher_saw_one(const build_t *b, const ddx_incident_t *p, const rank_frame_t *f) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  size_t n = b->s->hits.len;
+  int32_t per = f->hi > 0 ? f->hi - f->lo : f->per_node;
+  int32_t task = !strncmp(f->host, "srun-task-", 10) ? parse_int(f->host + 10) : -1;
+  /* no layout on a log of one node: its processes are those that raised
+   * the cause alike (each prints its line once; two glued on one line by
+   * a progress bar count twice) */
+  if (per < 2 && !f->host[0] && f->hi == 0 && p->hit->text && p->hit->text[0]) {
+    per = 0;
+    size_t len = strlen(p->hit->text);
+    uint64_t last = 0; /* a line two patterns of the rule match counts once */
+    for (size_t i = 0; i < n; i++) {
+      if (hits[i].is_ctx || hits[i].rule != p->hit->rule || hits[i].input != p->hit->input ||
+          !hits[i].text || hits[i].line == last)
+        continue;
+      last = hits[i].line;
+      for (const char *q = strstr(hits[i].text, p->hit->text); q; q = strstr(q + len, p->hit->text))
+        per++;
+    }
+  }
+  if (per < 2) return false;
+  for (size_t i = 0; i < n; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->input != p->hit->input || b->cat->rules[h->rule].role != DDX_ROLE_WRAPPER ||
+        ddx_hit_fact(h, "rank") || !ddx_hit_fact(h, "local_rank") || !own_failure(h) || !h->text ||
+        !strstr(h->text, "failed (exitcode"))
+      continue;
+    bool here = task >= 0    ? h->meta.rank == task && (h->meta.dialects & DDX_DIALECT_SRUN)
+                : f->host[0] ? !strcmp(h->meta.host, f->host)
+                             : !h->meta.host[0] && h->meta.rank < 0;
+    if (!here) continue;
+    ddx_rankset_t own = {0};
+    for (size_t j = i + 1; j < n; j++) {
+      const ddx_hit_t *x = &hits[j];
+      if (x->input != h->input || x->line > h->line + 40 + 8 * (uint64_t)per) break;
+      if (x->is_ctx || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER ||
+          strcmp(x->meta.host, h->meta.host) || x->meta.rank != h->meta.rank)
+        continue;
+      if (x->text && strstr(x->text, "failed (exitcode")) break; /* the next report */
+      const char *r = ddx_hit_fact(x, "rank");
+      if (r && ddx_hit_fact(x, "local_rank") && !entry_killed(b, j))
+        ddx_rankset_add(&own, parse_int(r));
+    }
+    size_t entries = own.n;
+    ddx_rankset_free(&own);
+    if (entries) return entries == 1;
+    int32_t terms = 0;
+    uint64_t at = h->line;
+    for (size_t j = i; j-- > 0;) {
+      const ddx_hit_t *x = &hits[j];
+      if (x->input != h->input || x->line + 2 < at) break;
+      if (x->is_ctx) continue;
+      at = x->line;
+      if (!strcmp(x->meta.host, h->meta.host) && x->meta.rank == h->meta.rank && x->text &&
+          strstr(x->text, "Sending process") && strstr(x->text, "closing signal SIGTERM"))
+        terms++;
+    }
+    return terms == per - 1;
+  }
+  return false;
+}
+
 /* How many lines of the input repeat the cause's own line word for word
  * (one process prints it once, or twice with stdout and stderr merged). */
 static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
@@ -1798,7 +1868,8 @@ static void resolve_rank(build_t *b) {
   /* several alike cause lines the text cannot tell apart (every rank of
    * a node failing the same config check) */
   f.tie = (p->ranks.n <= 1 || (srun_nodes && (p->hit->meta.dialects & DDX_DIALECT_SRUN))) &&
-          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) && alike_causes(b, p) >= 3;
+          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) &&
+          alike_causes(b, p) >= 3 && !launcher_saw_one(b, p, &f);
   ddx_rankset_t waiting = {0};
   collateral_reporters(p, srun_nodes, &waiting);
   f.waiting = &waiting;
