@@ -1716,6 +1716,47 @@ static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, co
   return -1;
 }
 
+/* The processes a torchrun agent's table (right below its "failed
+ * (exitcode: N)" line, hit i) lists as failed on their own (exit 1,
+ * SIGSEGV; not aborted or killed), 0 without a table. */
+static size_t report_own_entries(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data, *h = &hits[i];
+  ddx_rankset_t own = {0};
+  for (size_t j = i + 1; j < b->s->hits.len; j++) {
+    const ddx_hit_t *x = &hits[j];
+    if (x->input != h->input || x->line > h->line + 4096) break;
+    if (x->is_ctx || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER ||
+        strcmp(x->meta.host, h->meta.host) || x->meta.rank != h->meta.rank)
+      continue;
+    if (x->text && strstr(x->text, "failed (exitcode")) break; /* the next report */
+    const char *r = ddx_hit_fact(x, "rank");
+    if (r && ddx_hit_fact(x, "local_rank") && !entry_killed(b, j))
+      ddx_rankset_add(&own, parse_int(r));
+  }
+  size_t entries = own.n;
+  ddx_rankset_free(&own);
+  return entries;
+}
+
+/* A table entry (hit h) listed among several processes that failed on
+ * their own in one report: the table's order is its dict's, not time's,
+ * so the entry says nothing of who failed first. */
+static bool entry_among_several(const build_t *b, const ddx_hit_t *h) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  if (h < hits || h >= hits + b->s->hits.len || !ddx_hit_fact(h, "rank") ||
+      !ddx_hit_fact(h, "local_rank"))
+    return false;
+  for (size_t i = (size_t)(h - hits); i-- > 0;) {
+    const ddx_hit_t *x = &hits[i];
+    if (x->input != h->input || x->line + 4096 < h->line) break;
+    if (!x->is_ctx && b->cat->rules[x->rule].role == DDX_ROLE_WRAPPER &&
+        !strcmp(x->meta.host, h->meta.host) && x->meta.rank == h->meta.rank && x->text &&
+        strstr(x->text, "failed (exitcode"))
+      return report_own_entries(b, i) > 1;
+  }
+  return false;
+}
+
 /* Whether the launcher on the cause's node shows that it saw one process
  * fail, so that its pick among alike failures is no tie: the table right
  * below its "failed (exitcode: 1) local_rank: N" line lists one failure of
@@ -1755,20 +1796,7 @@ static bool launcher_saw_one(const build_t *b, const ddx_incident_t *p, const ra
                 : f->host[0] ? !strcmp(h->meta.host, f->host)
                              : !h->meta.host[0] && h->meta.rank < 0;
     if (!here) continue;
-    ddx_rankset_t own = {0};
-    for (size_t j = i + 1; j < n; j++) {
-      const ddx_hit_t *x = &hits[j];
-      if (x->input != h->input || x->line > h->line + 40 + 8 * (uint64_t)per) break;
-      if (x->is_ctx || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER ||
-          strcmp(x->meta.host, h->meta.host) || x->meta.rank != h->meta.rank)
-        continue;
-      if (x->text && strstr(x->text, "failed (exitcode")) break; /* the next report */
-      const char *r = ddx_hit_fact(x, "rank");
-      if (r && ddx_hit_fact(x, "local_rank") && !entry_killed(b, j))
-        ddx_rankset_add(&own, parse_int(r));
-    }
-    size_t entries = own.n;
-    ddx_rankset_free(&own);
+    size_t entries = report_own_entries(b, i);
     if (entries) return entries == 1;
     int32_t terms = 0;
     uint64_t at = h->line;
@@ -1917,6 +1945,7 @@ static void resolve_rank(build_t *b) {
     }
     /* the launcher names a (rank, local rank) pair of its own: both must fit */
     bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
+    if (entry_among_several(b, c->first)) pair_ok = false;
     add_evidence(&ev, &f, "launcher-first-failure", cr, 0.6, pair_ok);
   }
   /* srun's first failed task, on the cause's host, when srun's tasks are
