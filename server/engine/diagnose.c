@@ -1825,6 +1825,23 @@ static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
   return n;
 }
 
+/* An alike cause line (same rule, same words) printed before the cause's
+ * own, by another process (another prefix): when every process raises
+ * the same error, the text does not show that the cause's line is the
+ * first in time. */
+static bool earlier_alike(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data, *c = p->hit;
+  for (size_t i = 0; c->text && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->input != c->input || h->line >= c->line) break;
+    if (!h->is_ctx && h->rule == c->rule && h->text && !strcmp(h->text, c->text) &&
+        (strcmp(h->meta.host, c->meta.host) || h->meta.rank != c->meta.rank ||
+         h->meta.local_rank != c->meta.local_rank))
+      return true;
+  }
+  return false;
+}
+
 /* 4b. One resolver for the primary's initiating rank: every piece of
  * evidence with its weight and source (the cause line's prefix and
  * captures, the layout, launcher pids and tables, the only rank that
@@ -1995,9 +2012,18 @@ static void resolve_rank(build_t *b) {
     p->local_rank = -1;
   }
   if (conflict) rank = -1;
+  /* the cause's own placement names its line's process, not the first of
+   * several that raised it alike */
+  bool alike_first = rank >= 0 && f.tie && p->role == DDX_ROLE_CAUSE &&
+                     (!strcmp(e[0].source, "layout") || !strcmp(e[0].source, "node+local")) &&
+                     earlier_alike(b, p);
+  if (alike_first) rank = -1, p->local_rank = -1;
   char note[320] = "";
   if (rank >= 0 && (!src0 || rank != p->rank))
     decided_note(note, sizeof note, &e[0], &f, world);
+  else if (alike_first)
+    snprintf(note, sizeof note,
+             "rank unknown: several processes raised it alike, and another printed it first");
   else if (conflict)
     snprintf(note, sizeof note, "rank unknown: the evidence disagrees (%s says %d, %s says %d)",
              e[0].source, e[0].rank, e[1].source, e[1].rank);
@@ -2011,7 +2037,7 @@ static void resolve_rank(build_t *b) {
     else if (f.per_node > 0)
       p->local_rank = rank % f.per_node;
   }
-  if (rank < 0) { /* the complement's few, or the node's ranks */
+  if (rank < 0 && !alike_first) { /* the complement's few, or the node's ranks */
     ddx_rankset_t node = {0};
     ddx_rankset_t *from = cand.n ? &cand : &node;
     for (int32_t r = f.lo; !cand.n && f.hi > 0 && r < f.hi && r - f.lo < 64; r++)
