@@ -1716,6 +1716,104 @@ static int32_t node_launcher_local(const build_t *b, const ddx_incident_t *p, co
   return -1;
 }
 
+/* The processes a torchrun agent's table (right below its "failed
+ * (exitcode: N)" line, hit i) lists as failed on their own (exit 1,
+ * SIGSEGV; not aborted or killed), 0 without a table. */
+static size_t report_own_entries(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data, *h = &hits[i];
+  ddx_rankset_t own = {0};
+  for (size_t j = i + 1; j < b->s->hits.len; j++) {
+    const ddx_hit_t *x = &hits[j];
+    if (x->input != h->input || x->line > h->line + 4096) break;
+    if (x->is_ctx || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER ||
+        strcmp(x->meta.host, h->meta.host) || x->meta.rank != h->meta.rank)
+      continue;
+    if (x->text && strstr(x->text, "failed (exitcode")) break; /* the next report */
+    const char *r = ddx_hit_fact(x, "rank");
+    if (r && ddx_hit_fact(x, "local_rank") && !entry_killed(b, j))
+      ddx_rankset_add(&own, parse_int(r));
+  }
+  size_t entries = own.n;
+  ddx_rankset_free(&own);
+  return entries;
+}
+
+/* A table entry (hit h) listed among several processes that failed on
+ * their own in one report: the table's order is its dict's, not time's,
+ * so the entry says nothing of who failed first. */
+static bool entry_among_several(const build_t *b, const ddx_hit_t *h) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  if (h < hits || h >= hits + b->s->hits.len || !ddx_hit_fact(h, "rank") ||
+      !ddx_hit_fact(h, "local_rank"))
+    return false;
+  for (size_t i = (size_t)(h - hits); i-- > 0;) {
+    const ddx_hit_t *x = &hits[i];
+    if (x->input != h->input || x->line + 4096 < h->line) break;
+    if (!x->is_ctx && b->cat->rules[x->rule].role == DDX_ROLE_WRAPPER &&
+        !strcmp(x->meta.host, h->meta.host) && x->meta.rank == h->meta.rank && x->text &&
+        strstr(x->text, "failed (exitcode"))
+      return report_own_entries(b, i) > 1;
+  }
+  return false;
+}
+
+/* Whether the launcher on the cause's node shows that it saw one process
+ * fail, so that its pick among alike failures is no tie: the table right
+ * below its "failed (exitcode: 1) local_rank: N" line lists one failure of
+ * its own, or, without a table, the agent sent SIGTERM to every other
+ * process of the node right before that line (torchrun closes the rest of
+ * the node when it notices the first exit). A table whose failures share
+ * one second, or fewer SIGTERMs, leave the order to chance. */
+static bool launcher_saw_one(const build_t *b, const ddx_incident_t *p, const rank_frame_t *f) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  size_t n = b->s->hits.len;
+  int32_t per = f->hi > 0 ? f->hi - f->lo : f->per_node;
+  int32_t task = !strncmp(f->host, "srun-task-", 10) ? parse_int(f->host + 10) : -1;
+  /* no layout on a log of one node: its processes are those that raised
+   * the cause alike (each prints its line once; two glued on one line by
+   * a progress bar count twice) */
+  if (per < 2 && !f->host[0] && f->hi == 0 && p->hit->text && p->hit->text[0]) {
+    per = 0;
+    size_t len = strlen(p->hit->text);
+    uint64_t last = 0; /* a line two patterns of the rule match counts once */
+    for (size_t i = 0; i < n; i++) {
+      if (hits[i].is_ctx || hits[i].rule != p->hit->rule || hits[i].input != p->hit->input ||
+          !hits[i].text || hits[i].line == last)
+        continue;
+      last = hits[i].line;
+      for (const char *q = strstr(hits[i].text, p->hit->text); q; q = strstr(q + len, p->hit->text))
+        per++;
+    }
+  }
+  if (per < 2) return false;
+  for (size_t i = 0; i < n; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->input != p->hit->input || b->cat->rules[h->rule].role != DDX_ROLE_WRAPPER ||
+        ddx_hit_fact(h, "rank") || !ddx_hit_fact(h, "local_rank") || !own_failure(h) || !h->text ||
+        !strstr(h->text, "failed (exitcode"))
+      continue;
+    bool here = task >= 0    ? h->meta.rank == task && (h->meta.dialects & DDX_DIALECT_SRUN)
+                : f->host[0] ? !strcmp(h->meta.host, f->host)
+                             : !h->meta.host[0] && h->meta.rank < 0;
+    if (!here) continue;
+    size_t entries = report_own_entries(b, i);
+    if (entries) return entries == 1;
+    int32_t terms = 0;
+    uint64_t at = h->line;
+    for (size_t j = i; j-- > 0;) {
+      const ddx_hit_t *x = &hits[j];
+      if (x->input != h->input || x->line + 2 < at) break;
+      if (x->is_ctx) continue;
+      at = x->line;
+      if (!strcmp(x->meta.host, h->meta.host) && x->meta.rank == h->meta.rank && x->text &&
+          strstr(x->text, "Sending process") && strstr(x->text, "closing signal SIGTERM"))
+        terms++;
+    }
+    return terms == per - 1;
+  }
+  return false;
+}
+
 /* How many lines of the input repeat the cause's own line word for word
  * (one process prints it once, or twice with stdout and stderr merged). */
 static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
@@ -1725,6 +1823,23 @@ static size_t alike_causes(const build_t *b, const ddx_incident_t *p) {
     n += !hits[i].is_ctx && hits[i].rule == p->hit->rule && hits[i].input == p->hit->input &&
          hits[i].text && !strcmp(hits[i].text, p->hit->text);
   return n;
+}
+
+/* An alike cause line (same rule, same words) printed before the cause's
+ * own, by another process (another prefix): when every process raises
+ * the same error, the text does not show that the cause's line is the
+ * first in time. */
+static bool earlier_alike(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data, *c = p->hit;
+  for (size_t i = 0; c->text && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->input != c->input || h->line >= c->line) break;
+    if (!h->is_ctx && h->rule == c->rule && h->text && !strcmp(h->text, c->text) &&
+        (strcmp(h->meta.host, c->meta.host) || h->meta.rank != c->meta.rank ||
+         h->meta.local_rank != c->meta.local_rank))
+      return true;
+  }
+  return false;
 }
 
 /* 4b. One resolver for the primary's initiating rank: every piece of
@@ -1798,7 +1913,8 @@ static void resolve_rank(build_t *b) {
   /* several alike cause lines the text cannot tell apart (every rank of
    * a node failing the same config check) */
   f.tie = (p->ranks.n <= 1 || (srun_nodes && (p->hit->meta.dialects & DDX_DIALECT_SRUN))) &&
-          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) && alike_causes(b, p) >= 3;
+          (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) &&
+          alike_causes(b, p) >= 3 && !launcher_saw_one(b, p, &f);
   ddx_rankset_t waiting = {0};
   collateral_reporters(p, srun_nodes, &waiting);
   f.waiting = &waiting;
@@ -1846,6 +1962,7 @@ static void resolve_rank(build_t *b) {
     }
     /* the launcher names a (rank, local rank) pair of its own: both must fit */
     bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
+    if (entry_among_several(b, c->first)) pair_ok = false;
     add_evidence(&ev, &f, "launcher-first-failure", cr, 0.6, pair_ok);
   }
   /* srun's first failed task, on the cause's host, when srun's tasks are
@@ -1895,9 +2012,18 @@ static void resolve_rank(build_t *b) {
     p->local_rank = -1;
   }
   if (conflict) rank = -1;
+  /* the cause's own placement names its line's process, not the first of
+   * several that raised it alike */
+  bool alike_first = rank >= 0 && f.tie && p->role == DDX_ROLE_CAUSE &&
+                     (!strcmp(e[0].source, "layout") || !strcmp(e[0].source, "node+local")) &&
+                     earlier_alike(b, p);
+  if (alike_first) rank = -1, p->local_rank = -1;
   char note[320] = "";
   if (rank >= 0 && (!src0 || rank != p->rank))
     decided_note(note, sizeof note, &e[0], &f, world);
+  else if (alike_first)
+    snprintf(note, sizeof note,
+             "rank unknown: several processes raised it alike, and another printed it first");
   else if (conflict)
     snprintf(note, sizeof note, "rank unknown: the evidence disagrees (%s says %d, %s says %d)",
              e[0].source, e[0].rank, e[1].source, e[1].rank);
@@ -1911,7 +2037,7 @@ static void resolve_rank(build_t *b) {
     else if (f.per_node > 0)
       p->local_rank = rank % f.per_node;
   }
-  if (rank < 0) { /* the complement's few, or the node's ranks */
+  if (rank < 0 && !alike_first) { /* the complement's few, or the node's ranks */
     ddx_rankset_t node = {0};
     ddx_rankset_t *from = cand.n ? &cand : &node;
     for (int32_t r = f.lo; !cand.n && f.hi > 0 && r < f.hi && r - f.lo < 64; r++)

@@ -106,11 +106,12 @@ static json_t *header_json(const ddx_scan_t *s) {
   }
   json_t *layout =
       ok && hosts && pids
-          ? json_pack("{s:O,s:i,s:i,s:o,s:i,s:i,s:i,s:O,s:I,s:[o,i]}", "hosts", hosts, "world_size",
-                      l->world_size, "nnodes", l->nnodes, "first_host", jhost(l->first_host),
-                      "seen_hosts", l->seen_hosts, "max_global", l->max_global, "max_local",
-                      l->max_local, "pids", pids, "dialects", (json_int_t)l->dialects,
-                      "srun_failed", jhost(l->srun_failed_host), l->srun_failed_task)
+          ? json_pack("{s:O,s:i,s:i,s:o,s:i,s:i,s:i,s:O,s:I,s:[o,i],s:i,s:i}", "hosts", hosts,
+                      "world_size", l->world_size, "nnodes", l->nnodes, "first_host",
+                      jhost(l->first_host), "seen_hosts", l->seen_hosts, "max_global",
+                      l->max_global, "max_local", l->max_local, "pids", pids, "dialects",
+                      (json_int_t)l->dialects, "srun_failed", jhost(l->srun_failed_host),
+                      l->srun_failed_task, "nprocs", l->nprocs, "srun_max_task", l->srun_max_task)
           : NULL;
   json_t *head = ok && inputs && layout && counts && progress
                      ? json_pack("{s:i,s:O,s:O,s:O,s:O}", "ddx_events", EVENTS_VERSION, "inputs",
@@ -524,6 +525,14 @@ static int read_layout(rd_t *r, const json_t *o, ddx_error_t *err) {
     l->srun_failed_task = sft;
     memcpy(l->srun_failed_host, sfh, sizeof sfh);
   }
+  /* the processes per node a launcher line names, and srun's highest task
+   * id (absent from older files: they stay unknown, without a warning) */
+  if (json_object_get(o, "nprocs") && layout_int(r, o, "nprocs", -1, DDX_EVENTS_MAX_RANK + 1, &v) &&
+      v > 0)
+    l->nprocs = (int32_t)v;
+  if (json_object_get(o, "srun_max_task") &&
+      layout_int(r, o, "srun_max_task", -1, DDX_EVENTS_MAX_RANK, &v) && v > l->srun_max_task)
+    l->srun_max_task = (int32_t)v;
 
   const json_t *p;
   json_array_foreach(pids, i, p) {

@@ -259,4 +259,43 @@ assert (ia["rule"], ia["rank"], ia["line"]) == (ib["rule"], ib["rank"], ib["line
 assert ib["file"].startswith(sys.argv[3] + ": ") and ib["file"].split(": ", 1)[1] == ia["file"].split(": ", 1)[1]
 PY
 
+# --- a spawn log split in two: the layout's processes per node (mp.spawn's
+# nprocs=8) and srun's highest task id travel in the events file, so the
+# merged halves place the cause on the rank the whole log gives (without
+# them the halves know no node size and leave the rank unknown)
+python3 tests/gen/genlog.py --seed 1 --spawn on --prefix bare --kind oom --world-size 32 -o "$T/spawn.log" >/dev/null
+python3 - "$T" <<'PY'
+import sys
+t = sys.argv[1]
+L = open(t + "/spawn.log", newline="").read().splitlines(keepends=True)
+open(t + "/spawn-a.log", "w", newline="").write("".join(L[:len(L) // 2]))
+open(t + "/spawn-b.log", "w", newline="").write("".join(L[len(L) // 2:]))
+PY
+"$DDX" diagnose --format json "$T/spawn.log" >"$T/spawn-direct.json"
+for x in a b; do "$DDX" diagnose --events-out "$T/spawn-$x.events" "$T/spawn-$x.log" >/dev/null; done
+run_merge spawn "$T/spawn-a.events" "$T/spawn-b.events"
+want_rc 1 "a spawn log's halves merge" spawn
+python3 - "$T/spawn-direct.json" "$T/spawn.json" "$T/spawn-a.events" <<'PY' && ok || bad "a spawn log split in two merges to the whole log's rank"
+import json, sys
+a, b = json.load(open(sys.argv[1]))["incidents"][0], json.load(open(sys.argv[2]))["incidents"][0]
+lay = json.loads(open(sys.argv[3]).readline())["layout"]
+assert lay.get("nprocs") == 8 and "srun_max_task" in lay, lay
+assert a["rank"] is not None, a
+assert (a["rule"], a["rank"], a["local_rank"]) == (b["rule"], b["rank"], b["local_rank"]), (a["rank"], b["rank"])
+PY
+# an events file written before these fields (no nprocs, no srun_max_task) is still read, without a warning
+for x in a b; do
+  python3 - "$T/spawn-$x.events" "$T/spawn-old-$x.events" <<'PY'
+import json, sys
+R = open(sys.argv[1]).read().split("\n")
+H = json.loads(R[0])
+del H["layout"]["nprocs"], H["layout"]["srun_max_task"]
+R[0] = json.dumps(H)
+open(sys.argv[2], "w").write("\n".join(R))
+PY
+done
+run_merge spawn-old "$T/spawn-old-a.events" "$T/spawn-old-b.events"
+want_rc 1 "older events files (no nprocs, srun_max_task) merge" spawn-old
+if grep -qE 'nprocs|srun_max_task' "$T/spawn-old.err"; then bad "an older events file warns: $(head -c 300 "$T/spawn-old.err")"; else ok; fi
+
 finish

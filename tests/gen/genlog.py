@@ -198,6 +198,7 @@ class Job:
         self.multi = self.nnodes > 1
         self.P = torch_profile(o.torch)
         self.F = o.initiator
+        self.root_reliable = {}  # grid: node -> whether the text shows its torchrun's pick to be first in time
         self.fnode, self.flocal = divmod(self.F, 8)
         self.events = []
         self.seq = 0
@@ -1299,10 +1300,16 @@ class Job:
             return self.torchrun_node_rc(node, t, t_notice, fails, root, show_table, record)
         self.emit(t, src, self.agent_line("E", node, t, "failed (exitcode: %d) local_rank: %d (pid: %d) of binary: %s" % (
             root[1], self.local(root[0]), self.pid(root[0]), self.pybin)), key_agent=(root[0] == self.F))
+        poll = t_notice
+        fl = [(r, ec, (tt if record else poll)) for r, ec, tt in fails]
+        rt = [f for f in fl if f[0] == root[0]][0]
+        # what the text shows of the launcher's pick: the failed line alone names the one failure it saw
+        # (every other process of the node got SIGTERM); the table, whole seconds, a tie going to the
+        # order of its dict: the root is shown first in time only when every other failure's second is later
+        sec = lambda f: int(self.clock(node, f[2]).timestamp())  # noqa: E731
+        self.root_reliable[node] = len(fails) == 1 or (show_table and all(
+            sec(f) > sec(rt) for f in fl if f[0] != root[0]))
         if show_table:
-            poll = t_notice
-            fl = [(r, ec, (tt if record else poll)) for r, ec, tt in fails]
-            rt = [f for f in fl if f[0] == root[0]][0]
             self.table(node, t + 0.01, fl, rt, record if (record and root[0] == self.F) else None)
         return root[0]
 
@@ -2451,6 +2458,10 @@ def main(argv=None):
         "line": job.key_line,
         "launcher": job.launcher,
         "launcher_root_cause_rank": getattr(job, "root_rank", None),
+        # grid: in the none dialect an every-rank error's rank is only in torchrun's pick, which the text shows
+        # to be the first in time only when that pick is reliable (see torchrun_node); else it is unknowable
+        "rank_knowable": rc or not (o.dialect == "none" and o.kind in ALL_RANK_KINDS and job.launcher == "torchrun"
+                                    and not job.root_reliable.get(job.fnode, True)),
         "torch": o.torch,
         "deepspeed": job.ds_ver if job.stack == "ds" else None,
         "seed": o.seed,
