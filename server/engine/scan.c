@@ -1103,20 +1103,23 @@ static const struct {
 } html_entities[] = {{"&quot;", '"'}, {"&#x27;", '\''}, {"&#39;", '\''}, {"&lt;", '<'},
                      {"&gt;", '>'},   {"&#x2F;", '/'},  {"&amp;", '&'},  {NULL, 0}};
 
-/* Whether b[0, len) is HTML-escaped (-1: not decided yet): three or more entities, and more of them
- * than raw double quotes. */
+/* The entity of html_entities at t[0, n) (its index), or -1. */
+static int html_entity_at(const char *t, size_t n) {
+  if (!n || t[0] != '&') return -1;
+  for (int k = 0; html_entities[k].e; k++) {
+    size_t el = strlen(html_entities[k].e);
+    if (n >= el && !memcmp(t, html_entities[k].e, el)) return k;
+  }
+  return -1;
+}
+
+/* Whether b[0, len) is HTML-escaped (-1: not decided yet): three or more
+ * entities, and more of them than raw double quotes. */
 static int8_t html_escaped(const char *b, size_t len) {
   size_t lim = len < 65536 ? len : 65536, ents = 0, quotes = 0;
   for (size_t i = 0; i < lim; i++) {
     if (b[i] == '"') quotes++;
-    if (b[i] != '&') continue;
-    for (size_t k = 0; html_entities[k].e; k++) {
-      size_t el = strlen(html_entities[k].e);
-      if (lim - i >= el && !memcmp(b + i, html_entities[k].e, el)) {
-        ents++;
-        break;
-      }
-    }
+    if (html_entity_at(b + i, lim - i) >= 0) ents++;
   }
   if (ents >= 3 && ents > quotes) return 1;
   return lim >= 4096 ? 0 : -1; /* enough seen to say no */
@@ -1141,15 +1144,10 @@ bool ddx_scan_rejoins(const char *data, size_t len) {
 static size_t html_decode(char *t, size_t n) {
   size_t o = 0;
   for (size_t i = 0; i < n;) {
-    size_t k = 0, el = 0;
-    if (t[i] == '&')
-      for (; html_entities[k].e; k++) {
-        el = strlen(html_entities[k].e);
-        if (n - i >= el && !memcmp(t + i, html_entities[k].e, el)) break;
-      }
-    if (t[i] == '&' && html_entities[k].e) {
+    int k = html_entity_at(t + i, n - i);
+    if (k >= 0) {
       t[o++] = html_entities[k].c;
-      i += el;
+      i += strlen(html_entities[k].e);
     } else {
       t[o++] = t[i++];
     }
