@@ -555,6 +555,14 @@ char *ddx_jp_key_at(const char *text, size_t len, size_t off, size_t *kstart, si
       i = e < len ? e + 1 : len;
     } else if (jp_is_space(c)) {
       i++;
+    } else if (c == '#' ||
+               (c == '/' && i + 1 < len && (text[i + 1] == '/' || text[i + 1] == '*'))) {
+      /* a comment (DeepSpeed reads hjson) is blank space: a key quoted in
+       * it is no key, and a cursor in it is on none */
+      ddx_jp_scan_t t = {.s = text, .len = len, .pos = i};
+      ddx_jp_scan_ws(&t);
+      if (off >= i && off < t.pos) return NULL;
+      i = t.pos > i ? t.pos : i + 1;
     } else {
       size_t e = i;
       while (e < len && !strchr(",}]: \t\r\n", text[e]))

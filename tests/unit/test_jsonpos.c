@@ -240,6 +240,21 @@ static void test_tolerant(void) {
   CHECK_EQ_STR(p, "zero_optimization.offload_param.device");
   free(p);
   CHECK(ddx_jp_key_at(u, strlen(u), 0, NULL, NULL) == NULL);
+  /* comments are blank: a key quoted in one opens nothing */
+  const char *c = "{\"fp16\": {\"enabled\": true}, // \"zero\": {\n"
+                  "  /* \"offload\": { */ \"bf16\": {\"enabled\": false},\n"
+                  "  # \"x\": [\n  \"steps\": 5}";
+  p = ddx_jp_key_at(c, strlen(c), (size_t)(strstr(c, "\"bf16") - c) + 1, NULL, NULL);
+  CHECK_EQ_STR(p, "bf16");
+  free(p);
+  p = ddx_jp_key_at(c, strlen(c), (size_t)(strstr(c, "false") - c), NULL, NULL);
+  CHECK_EQ_STR(p, "bf16.enabled");
+  free(p);
+  p = ddx_jp_key_at(c, strlen(c), (size_t)(strstr(c, "5}") - c), NULL, NULL);
+  CHECK_EQ_STR(p, "steps");
+  free(p);
+  CHECK(ddx_jp_key_at(c, strlen(c), (size_t)(strstr(c, "zero") - c), NULL, NULL) == NULL);
+  CHECK(ddx_jp_key_at(c, strlen(c), (size_t)(strstr(c, "offload") - c), NULL, NULL) == NULL);
 }
 
 int main(void) {
