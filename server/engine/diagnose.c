@@ -1504,7 +1504,8 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
   if (rank < 0 || ev->len >= 32) return;
   /* a rank that only waited in collectives did not start it, unless the
    * failing line itself names it */
-  bool own = !strcmp(source, "prefix") || !strcmp(source, "capture");
+  bool own =
+      !strcmp(source, "prefix") || !strcmp(source, "capture") || !strcmp(source, "first-timeout");
   if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
   if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table")) fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
@@ -1595,6 +1596,9 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
   else if (!strcmp(e->source, "launcher-local"))
     snprintf(note, cap, "rank %d: local rank %d of %s (%d-%d), the process its launcher saw fail",
              e->rank, e->rank - f->lo, f->host, f->lo, f->hi - 1);
+  else if (!strcmp(e->source, "first-timeout"))
+    snprintf(note, cap, "rank %d: its watchdog timed out first (the others got its dump signal)",
+             e->rank);
   else if (!strcmp(e->source, "launcher-root-cause"))
     snprintf(note, cap, "rank %d: the launcher's root cause (first observed failure)", e->rank);
   else if (!strcmp(e->source, "launcher-first-failure"))
@@ -1990,6 +1994,19 @@ static void resolve_rank(build_t *b) {
     if (parse_int(rr) >= 0)
       add_evidence(&ev, &f, "launcher-root-cause", parse_int(rr), 0.8, pair_ok);
     break;
+  }
+  /* a timeout incident (the ranks that waited): PyTorch's watchdog that
+   * fired first makes the others dump ("Received a dump signal due to a
+   * collective timeout from rank 6"), so that rank saw the hang first,
+   * whichever rank's line the incident is */
+  for (size_t i = 0; p->role == DDX_ROLE_COLLATERAL && i < b->s->hits.len; i++) {
+    const char *ft = hits[i].is_ctx || hits[i].input != p->hit->input
+                         ? NULL
+                         : ddx_hit_fact(&hits[i], "first_timeout_rank");
+    if (ft && parse_int(ft) >= 0) {
+      add_evidence(&ev, &f, "first-timeout", parse_int(ft), 1.05, true);
+      break;
+    }
   }
   /* frames under srun -l carry the task id, not a rank */
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);

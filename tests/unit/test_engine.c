@@ -46,7 +46,9 @@ static ddx_catalog_t *make_catalog(void) {
   write_rule("t.watchdog",
              "\"severity\": \"error\", \"role\": \"collateral\", \"priority\": 25, "
              "\"signatures\": [{\"regex\": \"\\\\[Rank (?<rank>\\\\d+)\\\\] Watchdog caught(?: "
-             "SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}]");
+             "SeqNum=(?<seq>\\\\d+))?\", \"literals\": [\"Watchdog caught\"]}, "
+             "{\"regex\": \"dump signal from rank (?<first_timeout_rank>\\\\d+)\", "
+             "\"literals\": [\"dump signal\"]}]");
   write_rule(
       "t.kill9",
       "\"severity\": \"error\", \"role\": \"cause\", \"priority\": 90, "
@@ -836,6 +838,31 @@ static void test_line_numbers_random(const ddx_catalog_t *cat) {
   free(start);
 }
 
+/* A timeout incident: the rank whose watchdog fired first (the others got
+ * its dump signal) is the rank that saw the hang first, above the prefix of
+ * the line the incident is on. */
+static void test_first_timeout(const ddx_catalog_t *cat) {
+  result_t r;
+  run(&r, cat,
+      "[rank2]: [Rank 2] dump signal from rank 6\n"
+      "[rank7]: [Rank 7] Watchdog caught SeqNum=5\n"
+      "[rank3]: [Rank 3] Watchdog caught SeqNum=5\n");
+  CHECK_EQ_STR(primary(&r), "t.watchdog");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
+  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "timed out first"));
+  bool listed = false;
+  for (size_t i = 0; i < r.d.incidents[0].nrank_evidence; i++)
+    listed |= !strcmp(r.d.incidents[0].rank_evidence[i].source, "first-timeout") &&
+              r.d.incidents[0].rank_evidence[i].rank == 6;
+  CHECK(listed);
+  done(&r);
+  /* without the dump line the incident's own line decides */
+  run(&r, cat,
+      "[rank7]: [Rank 7] Watchdog caught SeqNum=5\n[rank3]: [Rank 3] Watchdog caught SeqNum=5\n");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 7);
+  done(&r);
+}
+
 int main(void) {
   ddx_catalog_t *cat = make_catalog();
   if (!cat) CHECK_DONE();
@@ -849,6 +876,7 @@ int main(void) {
   test_straggler_inference(cat);
   test_layout(cat);
   test_rank_resolver(cat);
+  test_first_timeout(cat);
   test_path_meta();
   test_live_inputs(cat);
   test_sequential_inputs(cat);
