@@ -22,7 +22,7 @@ export function registerLifecycle(ctx: DdxContext): void {
       if (e.affectsConfiguration('ddx')) void ignored.checkWorkspaceFiles();
       if (e.affectsConfiguration('ddx.server.path')) {
         catalog.invalidate();
-        void server.restart();
+        void server.restartIfBinaryChanged();
       } else if (e.affectsConfiguration('ddx.rules.extraPaths')) catalog.invalidate();
     }),
     // Restricted Mode ends: a fresh server, so nothing read while the folder was untrusted stays.

@@ -118,6 +118,8 @@ export class DdxServer implements vscode.Disposable {
   private queue: Promise<unknown> = Promise.resolve();
   private starting: Promise<boolean> | undefined;
   private commands: string[] = [];
+  /** Servers started so far (the first start and every restart that came up). */
+  starts = 0;
 
   constructor(
     private readonly ctx: vscode.ExtensionContext,
@@ -134,6 +136,11 @@ export class DdxServer implements vscode.Disposable {
     const p = this.queue.then(step, step);
     this.queue = p.catch(() => undefined);
     return p;
+  }
+
+  /** Resolves once every lifecycle step queued so far (starts, restarts) has run. */
+  settled(): Promise<void> {
+    return this.queue.then(() => undefined);
   }
 
   /** Starts the server once; later callers wait for the same start. Resolves false when none runs. */
@@ -201,6 +208,7 @@ export class DdxServer implements vscode.Disposable {
     const caps = client.initializeResult?.capabilities.executeCommandProvider?.commands;
     this.commands = Array.isArray(caps) ? caps : [];
     this.lastError = undefined;
+    this.starts++;
     this.stateEmitter.fire();
     this.startedEmitter.fire(bin);
     return true;
@@ -232,12 +240,32 @@ export class DdxServer implements vscode.Disposable {
    * two settings changes in a row give two restarts in order, the last one's settings win.
    */
   restart(): Promise<boolean> {
+    return this.serial(() => this.replace());
+  }
+
+  /** Stops the running server, if any, and starts a new one (one lifecycle step). */
+  private async replace(): Promise<boolean> {
+    const c = this.client;
+    this.client = undefined;
+    this.stateEmitter.fire();
+    if (c) await c.dispose(2000).catch(() => undefined);
+    return this.doStart();
+  }
+
+  /**
+   * After a change of ddx.server.path: a restart when the binary it names differs from the running
+   * one (or none runs). VS Code also reports the setting as changed when it only re-reads the
+   * settings files (code-server at startup, running a task); that keeps the running server.
+   */
+  restartIfBinaryChanged(): Promise<boolean> {
     return this.serial(async () => {
-      const c = this.client;
-      this.client = undefined;
-      this.stateEmitter.fire();
-      if (c) await c.dispose(2000).catch(() => undefined);
-      return this.doStart();
+      const res = resolveBinary(this.ctx.extensionPath, this.notice);
+      const cur = this.binary;
+      if (this.running && cur && res.ok && res.binary.path === cur.path && res.binary.source === cur.source) {
+        this.output.info(`ddx.server.path still names ${cur.path}: the server keeps running`);
+        return true;
+      }
+      return this.replace();
     });
   }
 

@@ -39,6 +39,7 @@ interface DdxApi {
     running: boolean;
     lastError: string | undefined;
     binary?: { path: string; source: string };
+    starts: number;
     onDidStart: vscode.Event<{ path: string; source: string }>;
     onDidChangeState: vscode.Event<void>;
   };
@@ -606,12 +607,15 @@ test('a task that runs `ddx diagnose` with the $ddx problem matcher leaves the l
   const task = new vscode.Task({ type: 'shell' }, folder, name, 'ddx',
     new vscode.ShellExecution(bin, ['diagnose', '--no-color', CORPUS], { cwd: WS }), ['$ddx']);
   const ended = nextEvent(vscode.tasks.onDidEndTaskProcess, 'the task', 30000, (e) => e.execution.task.name === name);
+  const starts = api.server.starts;
   await vscode.tasks.executeTask(task);
   const end = await ended;
   assert.strictEqual(end.exitCode, 1, '`ddx diagnose` found the error (exit 1)');
   assert.ok(ddxDiags(uri).some((x) => codeOf(x) === exp.rule), "the language server's diagnostics stay");
   assert.strictEqual(api.server.binary?.path, bin, `the server after the task: ${api.server.binary?.path} (${api.server.binary?.source})`);
   assert.ok(api.server.running, 'and runs');
+  // the task's reload of the settings reports ddx.server.path as changed; it names the same binary
+  assert.strictEqual(api.server.starts, starts, 'the same server: not restarted by the settings reload');
   assert.strictEqual(vscode.workspace.getConfiguration('ddx').inspect<string>('server.path')?.globalValue, bin, 'ddx.server.path is still the user\'s');
 }, 45000);
 

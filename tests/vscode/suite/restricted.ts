@@ -16,6 +16,8 @@ interface DdxApi {
     running: boolean;
     lastError: string | undefined;
     binary?: { path: string; source: string };
+    starts: number;
+    settled(): Promise<void>;
     onDidStart: vscode.Event<{ path: string; source: string }>;
   };
   ignoredSettings(): string[];
@@ -84,6 +86,11 @@ test('restricted: trusting the folder restarts the server, still with the user\'
   const user = vscode.workspace.getConfiguration('ddx').inspect<string>('server.path')?.globalValue;
   const granted = nextEvent(vscode.workspace.onDidGrantWorkspaceTrust, 'the trust grant', 40000);
   const started = nextEvent(api.server.onDidStart, 'the server restarted after the grant', 40000);
+  // once trusted, VS Code re-reads the settings and reports ddx.server.path as changed although it
+  // names the same binary: that must not restart the server a second time
+  const reread = nextEvent(vscode.workspace.onDidChangeConfiguration, 'the settings re-read', 40000,
+    (e) => e.affectsConfiguration('ddx.server.path')).then(() => true, () => false);
+  const starts = api.server.starts;
   await vscode.commands.executeCommand('workbench.trust.manage');
   log({ event: 'grant-trust' });
   await granted;
@@ -91,6 +98,11 @@ test('restricted: trusting the folder restarts the server, still with the user\'
   const bin = await started;
   assert.strictEqual(bin.path, user, "the restarted server is the user's ddx.server.path");
   assert.ok(api.server.running, 'and runs');
+  const fired = await Promise.race([reread, new Promise<boolean>((res) => setTimeout(() => res(false), 5000))]);
+  await api.server.settled(); // a restart the re-read queued has run by now
+  assert.ok(api.server.running, 'the server runs after the re-read');
+  log({ event: 'settings-reread', fired });
+  assert.strictEqual(api.server.starts, starts + 1, `one restart for the grant, none for the settings re-read (it ${fired ? 'came' : 'did not come'})`);
   assert.ok(!fs.existsSync(path.join(WS, '.vscode', 'PWNED')), "the workspace's ddx.server.path never ran, trusted either");
 }, 45000);
 
