@@ -206,6 +206,7 @@ def ablation_summary(recs):
                   "silent": sum(x["silent"] for x in xs), "inferred": sum(x["inferred"] for x in xs),
                   "no_error": sum(x["no_error"] for x in xs),
                   "with_sign": sum(x["sign"] for x in xs),
+                  "empty": sum(x["empty"] for x in xs),
                   "silent_sign": sum(x["silent"] and x["sign"] for x in xs),
                   "top3_sign": sum(x["top3"] and x["sign"] for x in xs)}
         for k in ("top1", "top3", "silent", "inferred"):
@@ -291,6 +292,9 @@ def main():
                 r["ablation"] = {"tail_unchanged": len(lines) <= TAIL_LINES}
                 r["ablation"]["sign"] = {"truncated": bool(FAILURE_SIGN.search(b"".join(cut))),
                                          "tail": bool(FAILURE_SIGN.search(b"".join(tail)))}
+                # the decisive line was the paste's first (non-blank) line: nothing is left
+                r["ablation"]["empty"] = {"truncated": not any(x.strip() for x in cut),
+                                          "tail": not any(x.strip() for x in tail)}
                 for v, body in (("truncated", cut), ("tail", tail)):
                     d = os.path.join(tmp, f"{n}-{v}")
                     os.mkdir(d)
@@ -302,6 +306,7 @@ def main():
             for (r, v, p), d in zip(jobs, res):
                 r["ablation"][v] = score(r["class"], d)
                 r["ablation"][v]["sign"] = r["ablation"]["sign"][v]
+                r["ablation"][v]["empty"] = r["ablation"]["empty"][v]
                 r["ablation"][v + "_got"] = d["ranked"][:3]
                 if d["error"]:
                     errors.append(f"{r['part']}/{r['file']} ({v} ablation): {d['error']}")
@@ -426,7 +431,7 @@ def summary_rows(report, which):
 SUMMARY_HEAD = ["part", "logs", "top-1", "top-3", "silent", "no error incident", "healthy ok", "initiating rank", "ECE"]
 CAL_HEAD = ["confidence", "n", "mean conf", "accuracy"]
 ABL_HEAD = ["part", "eligible", "truncated top-1", "truncated top-3", "truncated silent",
-            "silent with a failure sign left", "top-3 with a failure sign left",
+            "truncated empty", "silent with a failure sign left", "top-3 with a failure sign left",
             "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
 
 
@@ -439,7 +444,7 @@ def ablation_rows(report):
         t, b = ab["truncated"], ab["tail"]
         rows.append([n, str(ab["eligible"]),
                      pct(t["top1"], t["n"]), pct(t["top3"], t["n"]), pct(t["silent"], t["n"]),
-                     pct(t["silent_sign"], t["with_sign"]), pct(t["top3_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
+                     pct(t["empty"], t["n"]), pct(t["silent_sign"], t["with_sign"]), pct(t["top3_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
     return rows
 
 
@@ -514,7 +519,7 @@ def print_text(report, names, a):
             if ab:
                 t, b = ab["truncated"], ab["tail"]
                 print(f"{n} ablation ({ab['eligible']} logs): truncated top-1 {pct(t['top1'], t['n'])}, "
-                      f"top-3 {pct(t['top3'], t['n'])}, silent {t['silent']} (a failure sign left in {t['with_sign']}: "
+                      f"top-3 {pct(t['top3'], t['n'])}, silent {t['silent']} (empty {t['empty']}; a failure sign left in {t['with_sign']}: "
                       f"top-3 {t['top3_sign']}, silent {t['silent_sign']}); tail-30 top-1 {pct(b['top1'], b['n'])}, "
                       f"top-3 {pct(b['top3'], b['n'])}, silent {b['silent']}")
     for c in report["checks"]:
