@@ -1990,9 +1990,14 @@ static void resolve_rank(build_t *b) {
         (exc && entry_killed(b, i)))
       continue;
     const char *lr = ddx_hit_fact(&hits[i], "local_rank");
+    /* the launcher's summary itself (a wrapper incident) stands for its
+     * root-cause entry, not for the entry its first line lists (torchrun
+     * lists the other failures first) */
+    bool summary = p->role == DDX_ROLE_WRAPPER;
+    if (summary && parse_int(rr) >= 0) f.local = p->local_rank = lr ? parse_int(lr) : -1;
     bool pair_ok = f.local < 0 || !lr || parse_int(lr) == f.local;
     if (parse_int(rr) >= 0)
-      add_evidence(&ev, &f, "launcher-root-cause", parse_int(rr), 0.8, pair_ok);
+      add_evidence(&ev, &f, "launcher-root-cause", parse_int(rr), summary ? 1.05 : 0.8, pair_ok);
     break;
   }
   /* a timeout incident (the ranks that waited): PyTorch's watchdog that
