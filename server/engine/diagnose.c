@@ -1596,6 +1596,8 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
   else if (!strcmp(e->source, "launcher-local"))
     snprintf(note, cap, "rank %d: local rank %d of %s (%d-%d), the process its launcher saw fail",
              e->rank, e->rank - f->lo, f->host, f->lo, f->hi - 1);
+  else if (!strcmp(e->source, "only-rank"))
+    snprintf(note, cap, "rank %d: the only rank the log names (one process speaks)", e->rank);
   else if (!strcmp(e->source, "first-timeout"))
     snprintf(note, cap, "rank %d: its watchdog timed out first (the others got its dump signal)",
              e->rank);
@@ -2013,6 +2015,14 @@ static void resolve_rank(build_t *b) {
       break;
     }
   }
+  /* a log in which one process speaks: every rank it names (prefixes,
+   * captures, frames) is 0, no world size above 1, one host at most; the
+   * weakest evidence, for a cause whose own lines name no rank (what the
+   * engine saw: the prefixes of candidate lines, captures, frames) */
+  if (p->role == DDX_ROLE_CAUSE && !f.tie && world == 1 && l->world_size <= 1 &&
+      l->seen_hosts <= 1 && l->max_local <= 0 && l->max_global == 0 &&
+      !(l->dialects & DDX_DIALECT_SRUN))
+    add_evidence(&ev, &f, "only-rank", 0, 0.5, true);
   /* frames under srun -l carry the task id, not a rank */
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);

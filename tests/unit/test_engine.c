@@ -863,6 +863,30 @@ static void test_first_timeout(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+/* One process speaks (every rank the log names is 0): its cause, whose own
+ * line names no rank, is rank 0, as the weakest evidence; a second rank
+ * speaking leaves it unknown. */
+static void test_only_rank(const ddx_catalog_t *cat) {
+  result_t r;
+  run(&r, cat,
+      "ValueError: boom\n[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"a.py\", line 1, in f\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  CHECK_EQ_INT(r.d.incidents[0].rank, 0);
+  CHECK(r.d.incidents[0].rank_note &&
+        strstr(r.d.incidents[0].rank_note, "only rank the log names"));
+  done(&r);
+  run(&r, cat,
+      "ValueError: boom\n[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"a.py\", line 1, in f\n[rank3]: Traceback (most recent call last):\n");
+  CHECK_EQ_STR(primary(&r), "t.generic");
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  done(&r);
+  run(&r, cat, "ValueError: boom\n"); /* no rank named at all: no evidence */
+  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
+  done(&r);
+}
+
 int main(void) {
   ddx_catalog_t *cat = make_catalog();
   if (!cat) CHECK_DONE();
@@ -877,6 +901,7 @@ int main(void) {
   test_layout(cat);
   test_rank_resolver(cat);
   test_first_timeout(cat);
+  test_only_rank(cat);
   test_path_meta();
   test_live_inputs(cat);
   test_sequential_inputs(cat);
