@@ -124,6 +124,13 @@ static void run(result_t *r, const ddx_catalog_t *cat, const char *text) {
   run_pieces(r, cat, text, strlen(text) ? strlen(text) : 1);
 }
 
+/* run() on the text built in *b (which it takes and frees). */
+static void run_sb(result_t *r, const ddx_catalog_t *cat, ddx_sb_t *b) {
+  char *text = ddx_sb_take(b);
+  run(r, cat, text);
+  free(text);
+}
+
 static void done(result_t *r) {
   ddx_diagnosis_free(&r->d);
   ddx_scan_free(&r->scan);
@@ -501,9 +508,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   ddx_sb_puts(&b, "}\nworker-3: ValueError: boom\n");
   for (int k = 0; k < 32; k++)
     if (k != 26) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  char *text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_STR(primary(&r), "t.generic");
   CHECK_EQ_INT(r.d.incidents[0].rank, 26);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
@@ -540,9 +545,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   ddx_sb_puts(&b, "worker-1: [default5]:ValueError: boom\n");
   for (int k = 0; k < 32; k++)
     if (k < 8 || k >= 16) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 13);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
   CHECK(r.d.incidents[0].rank_note &&
@@ -556,9 +559,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "boom\n");
   for (int k = 0; k < 16; k++)
     if (k != 11 && k != 3) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, -1); /* 3 and 11 are both silent */
   CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
   done(&r);
@@ -567,9 +568,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "boom\n");
   for (int k = 0; k < 16; k++)
     if (k != 11) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 11);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
   done(&r);
@@ -582,9 +581,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
               "with signal SIGSEGV\n");
   for (int k = 0; k < 32; k++)
     if (k < 8 || k >= 16) ddx_sb_printf(&b, "h%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 11);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
   done(&r);
@@ -601,9 +598,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   ec ? "1" : "-6");
     for (int k = 0; k < 16; k++)
       if (k != 7 && k != 15) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-    text = ddx_sb_take(&b);
-    run(&r, cat, text);
-    free(text);
+    run_sb(&r, cat, &b);
     CHECK_EQ_INT(r.d.incidents[0].rank, ec ? 15 : -1);
     if (!ec) {
       CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
@@ -619,9 +614,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "\"/w/a.py\", line 1, in f\nh3: [default6]:ValueError: boom\n");
   for (int k = 0; k < 24; k++)
     ddx_sb_printf(&b, "h%d: [default%d]:[Rank %d] Watchdog caught x\n", k / 8, k % 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 30);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 6);
   done(&r);
