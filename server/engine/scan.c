@@ -1007,6 +1007,35 @@ static size_t content_end(const char *buf, size_t ls, size_t le) {
   return le > ls && buf[le - 1] == '\r' ? le - 1 : le;
 }
 
+/* The lines of buf[pos, end), one by one (see phys_next). */
+typedef struct phys_iter {
+  const char *buf;
+  size_t pos, end;
+} phys_iter_t;
+
+/* One of them: its content [ls, ce) (a \r before the \n taken off), and
+ * whether a '\n' ends it (the last one may have none). */
+typedef struct phys_line {
+  size_t ls, ce;
+  bool nl;
+} phys_line_t;
+
+static phys_iter_t phys_iter(const char *buf, size_t from, size_t end) {
+  return (phys_iter_t){buf, from, end};
+}
+
+/* The next line into *l; false at the end. */
+static bool phys_next(phys_iter_t *it, phys_line_t *l) {
+  if (it->pos >= it->end) return false;
+  const char *nl = memchr(it->buf + it->pos, '\n', it->end - it->pos);
+  size_t le = nl ? (size_t)(nl - it->buf) : it->end;
+  l->ls = it->pos;
+  l->ce = content_end(it->buf, l->ls, le);
+  l->nl = nl != NULL;
+  it->pos = nl ? le + 1 : it->end;
+  return true;
+}
+
 /* Whether the line [ns, ne) goes on the line [ls, le) before it: not
  * blank, not indented, not a record of its own (a log prefix, a bracket,
  * a traceback's lines, an exception, a logger level) and not starting
@@ -1062,31 +1091,23 @@ static bool wrap_continues(const char *buf, char *norm, size_t ls, size_t le, si
  * yet, 0 none; *words: wrapped at spaces. */
 static int32_t wrap_width(const char *buf, size_t from, size_t end, char *norm, bool *words) {
   size_t max = 0, nlong = 0, near = 0, exact = 0;
-  for (size_t ls = from; ls < end;) {
-    const char *nl = memchr(buf + ls, '\n', end - ls);
-    size_t le = nl ? (size_t)(nl - buf) : end;
-    if (memchr(buf + ls, '\r', content_end(buf, ls, le) - ls))
+  phys_line_t l, next;
+  for (phys_iter_t it = phys_iter(buf, from, end); phys_next(&it, &l);) {
+    if (memchr(buf + l.ls, '\r', l.ce - l.ls))
       return 0; /* bare \r line ends (a terminal's redraws): not a paste to rejoin */
-    size_t n = content_end(buf, ls, le) - ls;
+    size_t n = l.ce - l.ls;
     if (n > max) max = n;
     if (n >= 40) nlong++;
-    ls = nl ? le + 1 : end;
   }
   if (nlong < 3) return -1;            /* not decided: too little to tell */
   if (max < 70 || max > 240) return 0; /* 72-80 columns, up to a wide terminal */
-  for (size_t ls = from; ls < end;) {
-    const char *nl = memchr(buf + ls, '\n', end - ls);
-    if (!nl) break;
-    size_t le = (size_t)(nl - buf), ns = le + 1;
-    const char *nl2 = ns < end ? memchr(buf + ns, '\n', end - ns) : NULL;
-    size_t ne = nl2 ? (size_t)(nl2 - buf) : end;
-    size_t ce = content_end(buf, ls, le);
-    if (ce - ls + WRAP_SLACK >= max && ns < end &&
-        wrap_continues(buf, norm, ls, ce, ns, content_end(buf, ns, ne))) {
+  phys_iter_t it = phys_iter(buf, from, end);
+  for (bool more = phys_next(&it, &l); more && phys_next(&it, &next); l = next) {
+    if (l.ce - l.ls + WRAP_SLACK >= max &&
+        wrap_continues(buf, norm, l.ls, l.ce, next.ls, next.ce)) {
       near++;
-      exact += ce - ls == max;
+      exact += l.ce - l.ls == max;
     }
-    ls = ns;
   }
   /* a terminal breaks at exactly the width, mid-word; fold -s and mail at
    * a space, which the join puts back */
@@ -1094,7 +1115,6 @@ static int32_t wrap_width(const char *buf, size_t from, size_t end, char *norm, 
   return near >= 3 && near * 4 >= nlong ? (int32_t)max : 0;
 }
 
-/* The joined lines of the buffer [count_pos, end), in s->groups. */
 /* The HTML entities a log's text takes when copied from a page's source
  * or an export, and what they stand for. */
 static const struct {
@@ -1166,29 +1186,24 @@ static int wrap_groups(ddx_scan_t *s, size_t end) {
   if (in->wrap <= 0 && in->html != 1) return 0;
   size_t w = in->wrap > 0 ? (size_t)in->wrap : SIZE_MAX - WRAP_SLACK;
   uint64_t no = s->line_no;
-  for (size_t ls = s->count_pos; ls < end;) {
-    const char *nl = memchr(s->buf + ls, '\n', end - ls);
-    size_t start = ls, lines = 1;
+  phys_line_t l, next;
+  for (phys_iter_t it = phys_iter(s->buf, s->count_pos, end); phys_next(&it, &l);) {
+    size_t start = l.ls, lines = 1;
     uint64_t first = no;
-    size_t le = nl ? (size_t)(nl - s->buf) : end;
     /* extend while this line reaches the width and the next goes on it */
-    while (nl && lines < WRAP_MAX_LINES) {
-      size_t ce = content_end(s->buf, ls, le), ns = le + 1;
-      if (ce - ls + WRAP_SLACK < w || ns >= end) break;
-      const char *nl2 = memchr(s->buf + ns, '\n', end - ns);
-      size_t ne = nl2 ? (size_t)(nl2 - s->buf) : end;
-      if (!wrap_continues(s->buf, s->norm, ls, ce, ns, content_end(s->buf, ns, ne))) break;
-      ls = ns, le = ne, lines++, no++;
-      if (!nl2) break;
+    while (l.nl && lines < WRAP_MAX_LINES && l.ce - l.ls + WRAP_SLACK >= w) {
+      phys_iter_t ahead = it;
+      if (!phys_next(&ahead, &next) ||
+          !wrap_continues(s->buf, s->norm, l.ls, l.ce, next.ls, next.ce))
+        break;
+      it = ahead, l = next, lines++, no++;
     }
-    size_t ge = content_end(s->buf, ls, le);
-    if (lines > 1 || (in->html == 1 && memchr(s->buf + start, '&', ge - start))) {
+    if (lines > 1 || (in->html == 1 && memchr(s->buf + start, '&', l.ce - start))) {
       wrap_group_t *g = ddx_vec_push(&s->groups);
       if (!g) return DDX_ENOMEM;
-      *g = (wrap_group_t){start, ge, first};
+      *g = (wrap_group_t){start, l.ce, first};
     }
     no++;
-    ls = le < end ? le + 1 : end;
   }
   return 0;
 }
@@ -1217,15 +1232,14 @@ static int eval_group(ddx_scan_t *s, const wrap_group_t *g, bool sat) {
   if (!s->join && !(s->join = malloc(DDX_LINE_MAX + 1))) return DDX_ENOMEM;
   const ddx_scan_input_t *in = &((const ddx_scan_input_t *)s->inputs.data)[s->cur];
   size_t n = 0;
-  for (size_t ls = g->start; ls < g->end && n < DDX_LINE_MAX;) {
-    const char *nl = memchr(s->buf + ls, '\n', g->end - ls);
-    size_t le = nl ? (size_t)(nl - s->buf) : g->end, ce = content_end(s->buf, ls, le);
-    size_t k = ce - ls < DDX_LINE_MAX - n ? ce - ls : DDX_LINE_MAX - n;
-    memcpy(s->join + n, s->buf + ls, k);
+  phys_line_t l;
+  for (phys_iter_t it = phys_iter(s->buf, g->start, g->end);
+       n < DDX_LINE_MAX && phys_next(&it, &l);) {
+    size_t k = l.ce - l.ls < DDX_LINE_MAX - n ? l.ce - l.ls : DDX_LINE_MAX - n;
+    memcpy(s->join + n, s->buf + l.ls, k);
     n += k;
-    if (!nl) break;
+    if (!l.nl) break;
     if (in->wrap_words && n && s->join[n - 1] != ' ' && n < DDX_LINE_MAX) s->join[n++] = ' ';
-    ls = le + 1;
   }
   if (in->html == 1) n = html_decode(s->join, n);
   group_refs_t gr = {.cat = s->cat, .map = sat ? s->cat->rest_ids : NULL};

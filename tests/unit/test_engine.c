@@ -126,6 +126,13 @@ static void run(result_t *r, const ddx_catalog_t *cat, const char *text) {
   run_pieces(r, cat, text, strlen(text) ? strlen(text) : 1);
 }
 
+/* run() on the text built in *b (which it takes and frees). */
+static void run_sb(result_t *r, const ddx_catalog_t *cat, ddx_sb_t *b) {
+  char *text = ddx_sb_take(b);
+  run(r, cat, text);
+  free(text);
+}
+
 static void done(result_t *r) {
   ddx_diagnosis_free(&r->d);
   ddx_scan_free(&r->scan);
@@ -377,6 +384,118 @@ static void test_straggler_inference(const ddx_catalog_t *cat) {
   done(&r);
 }
 
+/* The rank resolver's cases that are one log as it stands: the rank it
+ * gives the cause and, where set, the cause's local rank, how many
+ * candidates, a part of its note and the primary rule. */
+#define ANY_LOCAL (-2) /* the local rank is not checked */
+typedef struct rank_case {
+  const char *text;
+  int rank, local;
+  size_t ncands;    /* 0: not checked */
+  const char *note; /* NULL: not checked */
+  const char *rule; /* NULL: not checked */
+} rank_case_t;
+
+static const rank_case_t rank_cases[] = {
+    /* srun -l over torchrun: "0:" is node 0, GPU/local 4 there is rank 4,
+     * never the impossible pair (0, 4) */
+    {.text = "0: [default4]:ValueError: boom\n0: failed (exitcode: 1) local_rank: 4 (pid: 9)\n",
+     .rank = 4,
+     .local = 4},
+    /* srun -l over torchrun, c10d rendezvous: srun task 2 is the node whose
+     * block torchrun printed (8-15), not node 2; local rank 3 is rank 11 */
+    {.text = "2: [2024-05-14 02:23:17,103] torch.distributed.elastic.agent.server.api: [INFO] "
+             "[default] Rendezvous complete for workers. Result:\n2:   group_rank=1\n"
+             "2:   global_ranks=[8, 9, 10, 11, 12, 13, 14, 15]\n2: [default3]:ValueError: boom\n",
+     .rank = 11,
+     .local = 3},
+    /* no layout line: a watchdog line of srun task 5 names local rank 1 as
+     * rank 17, so task 5 holds 16-23 and its local rank 4 is rank 20 */
+    {.text = "5: [default1]:[Rank 17] Watchdog caught x\n0: [default0]:[Rank 0] Watchdog caught x\n"
+             "0: [default7]:[Rank 7] Watchdog caught x\n5: [default4]:ValueError: boom\n",
+     .rank = 20,
+     .local = 4},
+    /* mp.spawn's parent names the child before its traceback: local rank 2
+     * of worker-1 (4-7) is rank 6 */
+    {.text =
+         "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {'worker-0': [0, "
+         "1, 2, 3], 'worker-1': [0, 1, 2, 3]}\nworker-1: -- Process 2 terminated with the "
+         "following error:\nworker-1: Traceback (most recent call last):\nworker-1:   File "
+         "\"/w/a.py\", line 1, in f\nworker-1: ValueError: boom\n",
+     .rank = 6,
+     .local = 2,
+     .rule = "t.generic"},
+    /* srun's tasks are ranks: the first that failed on its own (exit code
+     * 1; the rest were Terminated) on the cause's host */
+    {.text = "node-3: ValueError: boom\nsrun: error: node-3: task 25: Exited with exit code 1\n"
+             "srun: error: node-3: tasks 24,26-31: Terminated\n",
+     .rank = 25,
+     .local = ANY_LOCAL,
+     .note = "first observed"},
+    /* mp.spawn under srun, no prefix: nprocs=4 is the processes per node,
+     * srun's tasks 0-1 are the nodes (8 ranks); spawn's "Process 1" is the
+     * local rank; ranks 0-3 wait, so local rank 1 is rank 5 */
+    {.text =
+         "  File \"/w/a.py\", line 9, in <module>\n    mp.spawn(main, args=(args,), nprocs=4, "
+         "join=True)\n-- Process 1 terminated with the following error:\nTraceback (most recent "
+         "call last):\n  File \"/w/a.py\", line 1, in f\nValueError: boom\n[Rank 0] Watchdog "
+         "caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 3] Watchdog "
+         "caught x\nsrun: error: h1: task 1: Exited with exit code 1\n"
+         "srun: error: h0: task 0: Exited with exit code 1\n",
+     .rank = 5,
+     .local = 1,
+     .note = "of 8 with its local"},
+    /* the same with a cause that names no process: the one launcher report
+     * of a process failing on its own (SIGSEGV; the other node's parent
+     * reports its watchdog's SIGABRT) gives local rank 2: rank 6 */
+    {.text =
+         "    mp.spawn(main, args=(args,), nprocs=4, join=True)\nValueError: boom\n"
+         "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n"
+         "[Rank 3] Watchdog caught x\ntorch.multiprocessing.spawn.ProcessExitedException: process "
+         "2 terminated with signal SIGSEGV\ntorch.multiprocessing.spawn.ProcessExitedException: "
+         "process 0 terminated with signal SIGABRT\nsrun: error: h1: task 1: Exited with exit code "
+         "1\n",
+     .rank = 6,
+     .local = 2},
+    /* every process of node 0 (srun task 0 over torchrun) fails the same
+     * check: the agent's "first" failed local rank is a tie on whole
+     * seconds, so no rank, but the node's ranks as candidates */
+    {.text = "0: [default0]:[Rank 0] info\n0: ValueError: same check\n0: ValueError: same check\n"
+             "0: ValueError: same check\n0: ValueError: same check\n"
+             "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n",
+     .rank = -1,
+     .local = ANY_LOCAL},
+    /* the same check failed once: the agent's local rank 2 stands */
+    {.text = "0: [default0]:[Rank 0] info\n0: ValueError: same check\n"
+             "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n",
+     .rank = 2,
+     .local = ANY_LOCAL},
+    /* a Python traceback's process exits with 1: the spawn parent's report
+     * of a SIGABRT on its node (a watchdog's) is another process's, so the
+     * local rank stays unknown and the node's ranks are the candidates */
+    {.text =
+         "  local_ranks=[0, 1, 2, 3]\nh1: [Rank 5] info\nh1: Traceback (most recent call "
+         "last):\nh1:   File \"/w/a.py\", line 1, in f\nh1: ValueError: boom\n"
+         "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
+         "SIGABRT\nh0: [Rank 0] Watchdog caught x\n",
+     .rank = -1,
+     .local = ANY_LOCAL,
+     .ncands = 4},
+    /* srun -l over torchrun: "0: Sending process ... SIGTERM" is the agent
+     * of node 0 (srun's task id), not a rank that waited: local rank 0 on
+     * node 0 stays the cause's rank 0 */
+    {.text =
+         "0: [default1]:[Rank 1] info\n0: ValueError: boom\n0: Sending process 11 closing signal "
+         "SIGTERM\n0: failed (exitcode: 1) local_rank: 0 (pid: 9)\n",
+     .rank = 0,
+     .local = ANY_LOCAL},
+    /* a traceback whose lines all name rank 3, its error line unprefixed */
+    {.text = "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "
+             "<module>\n[rank3]:   File \"/w/b.py\", line 2, in f\nValueError: boom\n",
+     .rank = 3,
+     .local = ANY_LOCAL},
+};
+
 /* The rank resolver: the complement of the waiting ranks, per node when
  * the node is known; a launcher pair that contradicts the cause's local
  * rank never stands; the evidence is listed. */
@@ -391,9 +510,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   ddx_sb_puts(&b, "}\nworker-3: ValueError: boom\n");
   for (int k = 0; k < 32; k++)
     if (k != 26) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  char *text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_STR(primary(&r), "t.generic");
   CHECK_EQ_INT(r.d.incidents[0].rank, 26);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
@@ -430,82 +547,11 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
   ddx_sb_puts(&b, "worker-1: [default5]:ValueError: boom\n");
   for (int k = 0; k < 32; k++)
     if (k < 8 || k >= 16) ddx_sb_printf(&b, "worker-%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 13);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 5);
   CHECK(r.d.incidents[0].rank_note &&
         strstr(r.d.incidents[0].rank_note, "worker-1 (8-15)") != NULL);
-  done(&r);
-  /* srun -l over torchrun: "0:" is node 0, GPU/local 4 there is rank 4,
-   * never the impossible pair (0, 4) */
-  run(&r, cat, "0: [default4]:ValueError: boom\n0: failed (exitcode: 1) local_rank: 4 (pid: 9)\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 4);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
-  done(&r);
-  /* srun -l over torchrun, c10d rendezvous: srun task 2 is the node whose
-   * block torchrun printed (8-15), not node 2; local rank 3 is rank 11 */
-  run(&r, cat,
-      "2: [2024-05-14 02:23:17,103] torch.distributed.elastic.agent.server.api: [INFO] "
-      "[default] Rendezvous complete for workers. Result:\n2:   group_rank=1\n"
-      "2:   global_ranks=[8, 9, 10, 11, 12, 13, 14, 15]\n2: [default3]:ValueError: boom\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 11);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
-  done(&r);
-  /* no layout line: a watchdog line of srun task 5 names local rank 1 as
-   * rank 17, so task 5 holds 16-23 and its local rank 4 is rank 20 */
-  run(&r, cat,
-      "5: [default1]:[Rank 17] Watchdog caught x\n0: [default0]:[Rank 0] Watchdog caught x\n"
-      "0: [default7]:[Rank 7] Watchdog caught x\n5: [default4]:ValueError: boom\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 20);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 4);
-  done(&r);
-  /* mp.spawn's parent names the child before its traceback: local rank 2
-   * of worker-1 (4-7) is rank 6 */
-  run(&r, cat,
-      "[2024-01-01 00:00:00,000] [INFO] [launch.py:146:main] WORLD INFO DICT: {'worker-0': [0, "
-      "1, 2, 3], 'worker-1': [0, 1, 2, 3]}\nworker-1: -- Process 2 terminated with the following "
-      "error:\nworker-1: Traceback (most recent call last):\nworker-1:   File \"/w/a.py\", line "
-      "1, in f\nworker-1: ValueError: boom\n");
-  CHECK_EQ_STR(primary(&r), "t.generic");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
-  done(&r);
-  /* srun's tasks are ranks: the first that failed on its own (exit code
-   * 1; the rest were Terminated) on the cause's host */
-  run(&r, cat,
-      "node-3: ValueError: boom\nsrun: error: node-3: task 25: Exited with exit code 1\n"
-      "srun: error: node-3: tasks 24,26-31: Terminated\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 25);
-  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "first observed"));
-  done(&r);
-  /* mp.spawn under srun, no prefix: nprocs=4 is the processes per node,
-   * srun's tasks 0-1 are the nodes (8 ranks); spawn's "Process 1" is the
-   * local rank; ranks 0-3 wait, so local rank 1 is rank 5 */
-  run(&r, cat,
-      "  File \"/w/a.py\", line 9, in <module>\n    mp.spawn(main, args=(args,), nprocs=4, "
-      "join=True)\n-- Process 1 terminated with the following error:\nTraceback (most recent "
-      "call last):\n  File \"/w/a.py\", line 1, in f\nValueError: boom\n[Rank 0] Watchdog "
-      "caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n[Rank 3] Watchdog "
-      "caught x\nsrun: error: h1: task 1: Exited with exit code 1\n"
-      "srun: error: h0: task 0: Exited with exit code 1\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 5);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 1);
-  CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, "of 8 with its local"));
-  done(&r);
-  /* the same with a cause that names no process: the one launcher report
-   * of a process failing on its own (SIGSEGV; the other node's parent
-   * reports its watchdog's SIGABRT) gives local rank 2: rank 6 */
-  run(&r, cat,
-      "    mp.spawn(main, args=(args,), nprocs=4, join=True)\nValueError: boom\n"
-      "[Rank 0] Watchdog caught x\n[Rank 1] Watchdog caught x\n[Rank 2] Watchdog caught x\n"
-      "[Rank 3] Watchdog caught x\ntorch.multiprocessing.spawn.ProcessExitedException: process "
-      "2 terminated with signal SIGSEGV\ntorch.multiprocessing.spawn.ProcessExitedException: "
-      "process 0 terminated with signal SIGABRT\nsrun: error: h1: task 1: Exited with exit code "
-      "1\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 6);
-  CHECK_EQ_INT(r.d.incidents[0].local_rank, 2);
   done(&r);
   /* torchrun's rendezvous gives the node count (group_world_size) and the
    * world: 8 processes per node; GPU... local rank 3 with 0-7 and 9-15
@@ -515,9 +561,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "boom\n");
   for (int k = 0; k < 16; k++)
     if (k != 11 && k != 3) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, -1); /* 3 and 11 are both silent */
   CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
   done(&r);
@@ -526,9 +570,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "boom\n");
   for (int k = 0; k < 16; k++)
     if (k != 11) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 11);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
   done(&r);
@@ -541,37 +583,9 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
               "with signal SIGSEGV\n");
   for (int k = 0; k < 32; k++)
     if (k < 8 || k >= 16) ddx_sb_printf(&b, "h%d: [Rank %d] Watchdog caught x\n", k / 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 11);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 3);
-  done(&r);
-  /* every process of node 0 (srun task 0 over torchrun) fails the same
-   * check: the agent's "first" failed local rank is a tie on whole
-   * seconds, so no rank, but the node's ranks as candidates */
-  run(&r, cat,
-      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n0: ValueError: same check\n"
-      "0: ValueError: same check\n0: ValueError: same check\n"
-      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
-  done(&r);
-  /* the same check failed once: the agent's local rank 2 stands */
-  run(&r, cat,
-      "0: [default0]:[Rank 0] info\n0: ValueError: same check\n"
-      "0: failed (exitcode: 1) local_rank: 2 (pid: 9)\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 2);
-  done(&r);
-  /* a Python traceback's process exits with 1: the spawn parent's report
-   * of a SIGABRT on its node (a watchdog's) is another process's, so the
-   * local rank stays unknown and the node's ranks are the candidates */
-  run(&r, cat,
-      "  local_ranks=[0, 1, 2, 3]\nh1: [Rank 5] info\nh1: Traceback (most recent call "
-      "last):\nh1:   File \"/w/a.py\", line 1, in f\nh1: ValueError: boom\n"
-      "h1: torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
-      "SIGABRT\nh0: [Rank 0] Watchdog caught x\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, -1);
-  CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 4);
   done(&r);
   /* --tee local rank 7 of one of two nodes; 7 and 15 are both silent. A
    * table entry maps local rank 7 to 15, but its process was aborted
@@ -586,9 +600,7 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   ec ? "1" : "-6");
     for (int k = 0; k < 16; k++)
       if (k != 7 && k != 15) ddx_sb_printf(&b, "[Rank %d] Watchdog caught x\n", k);
-    text = ddx_sb_take(&b);
-    run(&r, cat, text);
-    free(text);
+    run_sb(&r, cat, &b);
     CHECK_EQ_INT(r.d.incidents[0].rank, ec ? 15 : -1);
     if (!ec) {
       CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, 2);
@@ -597,14 +609,6 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
     }
     done(&r);
   }
-  /* srun -l over torchrun: "0: Sending process ... SIGTERM" is the agent
-   * of node 0 (srun's task id), not a rank that waited: local rank 0 on
-   * node 0 stays the cause's rank 0 */
-  run(&r, cat,
-      "0: [default1]:[Rank 1] info\n0: ValueError: boom\n0: Sending process 11 closing signal "
-      "SIGTERM\n0: failed (exitcode: 1) local_rank: 0 (pid: 9)\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 0);
-  done(&r);
   /* pdsh hosts without a layout: h0-h2 name ranks 0-23, h3 names none and
    * raised: it holds 24-31 (its ranks all silent), local rank 6 is 30 */
   ddx_sb_init(&b);
@@ -612,18 +616,25 @@ static void test_rank_resolver(const ddx_catalog_t *cat) {
                   "\"/w/a.py\", line 1, in f\nh3: [default6]:ValueError: boom\n");
   for (int k = 0; k < 24; k++)
     ddx_sb_printf(&b, "h%d: [default%d]:[Rank %d] Watchdog caught x\n", k / 8, k % 8, k);
-  text = ddx_sb_take(&b);
-  run(&r, cat, text);
-  free(text);
+  run_sb(&r, cat, &b);
   CHECK_EQ_INT(r.d.incidents[0].rank, 30);
   CHECK_EQ_INT(r.d.incidents[0].local_rank, 6);
   done(&r);
-  /* a traceback whose lines all name rank 3, its error line unprefixed */
-  run(&r, cat,
-      "[rank3]: Traceback (most recent call last):\n[rank3]:   File \"/w/a.py\", line 1, in "
-      "<module>\n[rank3]:   File \"/w/b.py\", line 2, in f\nValueError: boom\n");
-  CHECK_EQ_INT(r.d.incidents[0].rank, 3);
-  done(&r);
+
+  for (size_t i = 0; i < sizeof rank_cases / sizeof rank_cases[0]; i++) {
+    const rank_case_t *c = &rank_cases[i];
+    int failures = check_failures_;
+    run(&r, cat, c->text);
+    if (c->rule) CHECK_EQ_STR(primary(&r), c->rule);
+    CHECK_EQ_INT(r.d.incidents[0].rank, c->rank);
+    if (c->local != ANY_LOCAL) CHECK_EQ_INT(r.d.incidents[0].local_rank, c->local);
+    if (c->ncands) CHECK_EQ_INT(r.d.incidents[0].nrank_candidates, c->ncands);
+    if (c->note)
+      CHECK(r.d.incidents[0].rank_note && strstr(r.d.incidents[0].rank_note, c->note) != NULL);
+    if (check_failures_ > failures) /* which case: its first line */
+      fprintf(stderr, "  in rank case %zu: %.*s\n", i, (int)strcspn(c->text, "\n"), c->text);
+    done(&r);
+  }
 }
 
 static void test_layout(const ddx_catalog_t *cat) {
