@@ -397,11 +397,13 @@ static void report_new(live_t *lv, bool final) {
   json_t *report = NULL;
   for (size_t i = 0; i < d.n; i++) {
     const ddx_incident_t *inc = &d.incidents[i];
-    if (inc->severity == DDX_SEV_INFO) continue;
+    /* a hang is told by the clock, whatever its text's severity (progress
+     * that merely stops is only info in a static read) */
     if (told_by_clock(inc)) {
       if (!lv->quiet.rule) keep_quiet(lv, inc);
       continue;
     }
+    if (inc->severity == DDX_SEV_INFO) continue;
     char key[512];
     snprintf(key, sizeof key, "%s\t%u\t%llu", inc->rule->id, inc->hit->input,
              (unsigned long long)inc->hit->line);
@@ -460,7 +462,7 @@ static void refresh_quiet(live_t *lv) {
   ddx_diagnosis_t d;
   if (!diagnose_fed(lv, &d)) return;
   for (size_t i = 0; i < d.n && !lv->quiet.rule; i++)
-    if (d.incidents[i].severity != DDX_SEV_INFO && told_by_clock(&d.incidents[i]))
+    if (told_by_clock(&d.incidents[i]))
       keep_quiet(lv, &d.incidents[i]);
   ddx_diagnosis_free(&d);
 }

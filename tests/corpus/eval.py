@@ -113,12 +113,15 @@ def score(label_class, d):
         "rank": p.get("rank") if p else None,
         "fp16_warning": any(i.get("severity") == "warning" and i.get("rule") in HEALTHY_FORBIDDEN_WARNINGS
                             for i in incs),
+        "warning": any(i.get("severity") == "warning" for i in incs),
         "diff_disagrees": bool(d.get("from_differential") and p and d["ranked"] and d["ranked"][0] != rule),
     }
 
 
 def healthy_ok(s):
-    return s["no_error"] and not s["fp16_warning"] and not s["error"]
+    # a normal run gets no error and no warning at all (info, e.g. "the log ends
+    # mid-training", is allowed: a cut paste and a hang read alike)
+    return s["no_error"] and not s["warning"] and not s["error"]
 
 
 def rate(n, d):
