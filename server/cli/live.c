@@ -462,8 +462,7 @@ static void refresh_quiet(live_t *lv) {
   ddx_diagnosis_t d;
   if (!diagnose_fed(lv, &d)) return;
   for (size_t i = 0; i < d.n && !lv->quiet.rule; i++)
-    if (told_by_clock(&d.incidents[i]))
-      keep_quiet(lv, &d.incidents[i]);
+    if (told_by_clock(&d.incidents[i])) keep_quiet(lv, &d.incidents[i]);
   ddx_diagnosis_free(&d);
 }
 
