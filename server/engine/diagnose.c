@@ -763,8 +763,47 @@ static void build_free(build_t *b) {
   ddx_vec_free(&b->groups);
 }
 
+/* The event of hits [i, j) (one line) among the match rules, or among the
+ * progress rules (trigger no-error) when `progress`. */
+static void resolve_line(build_t *b, size_t i, size_t j, bool progress) {
+  const ddx_scan_t *s = b->s;
+  const ddx_catalog_t *cat = b->cat;
+  const ddx_hit_t *hits = s->hits.data;
+  const ddx_hit_t *best = NULL;
+  for (size_t k = i; k < j; k++) {
+    const ddx_hit_t *h = &hits[k];
+    if (h->is_ctx) continue;
+    const ddx_rule_t *r = &cat->rules[h->rule];
+    if ((r->trigger == DDX_TRIGGER_NO_ERROR) != progress) continue;
+    const ddx_rule_t *br = best ? &cat->rules[best->rule] : NULL;
+    if (br && (r->priority < br->priority ||
+               (r->priority == br->priority &&
+                r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
+      continue;
+    if (!context_holds(s, b->ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
+        !conditions_hold(r->sigs[h->pattern].conds, r->sigs[h->pattern].nconds, h))
+      continue;
+    best = h;
+  }
+  if (!best) return;
+  const ddx_rule_t *r = &cat->rules[best->rule];
+  event_t e = {.hit = best, .sig = &r->sigs[best->pattern]};
+  e.severity = sig_severity(r, e.sig);
+  place_event(&e, s->layout);
+  add_event(&b->aggs[r->index], r, &e);
+  note_pid(&b->pids, &e);
+  note_pair(&b->pairs, &e);
+  note_record(&b->pids, b->recent, b->nrecent, &e);
+  if (b->nrecent == RECENT)
+    memmove(b->recent, b->recent + 1, (RECENT - 1) * sizeof *b->recent), b->nrecent--;
+  b->recent[b->nrecent++] = e;
+}
+
 /* 1. One rule per line: the highest priority whose context and
- * conditions hold. Hits of one line are adjacent in the hit array. */
+ * conditions hold. Hits of one line are adjacent in the hit array. A
+ * progress rule (trigger no-error) does not compete for the line: a step
+ * line that also reports an overflow is still progress, so the best of
+ * each kind counts. */
 static void resolve_lines(build_t *b) {
   const ddx_scan_t *s = b->s;
   const ddx_catalog_t *cat = b->cat;
@@ -773,34 +812,8 @@ static void resolve_lines(build_t *b) {
     size_t j = i;
     while (j < s->hits.len && hits[j].input == hits[i].input && hits[j].line == hits[i].line)
       j++;
-    const ddx_hit_t *best = NULL;
-    for (size_t k = i; k < j; k++) {
-      const ddx_hit_t *h = &hits[k];
-      if (h->is_ctx) continue;
-      const ddx_rule_t *r = &cat->rules[h->rule];
-      const ddx_rule_t *br = best ? &cat->rules[best->rule] : NULL;
-      if (br && (r->priority < br->priority ||
-                 (r->priority == br->priority &&
-                  r->sigs[h->pattern].confidence <= br->sigs[best->pattern].confidence)))
-        continue;
-      if (!context_holds(s, b->ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
-          !conditions_hold(r->sigs[h->pattern].conds, r->sigs[h->pattern].nconds, h))
-        continue;
-      best = h;
-    }
-    if (best) {
-      const ddx_rule_t *r = &cat->rules[best->rule];
-      event_t e = {.hit = best, .sig = &r->sigs[best->pattern]};
-      e.severity = sig_severity(r, e.sig);
-      place_event(&e, s->layout);
-      add_event(&b->aggs[r->index], r, &e);
-      note_pid(&b->pids, &e);
-      note_pair(&b->pairs, &e);
-      note_record(&b->pids, b->recent, b->nrecent, &e);
-      if (b->nrecent == RECENT)
-        memmove(b->recent, b->recent + 1, (RECENT - 1) * sizeof *b->recent), b->nrecent--;
-      b->recent[b->nrecent++] = e;
-    }
+    for (int progress = 0; progress < 2; progress++)
+      resolve_line(b, i, j, progress);
     i = j;
   }
   /* Hits past the per-rule storage cap still count. */

@@ -97,6 +97,9 @@ static ddx_catalog_t *make_catalog(void) {
              "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 20, \"trigger\": "
              "\"no-error\", \"anchor\": \"last\", "
              "\"signatures\": [{\"regex\": \"step=(?<step>\\\\d+)\", \"literals\": [\"step=\"]}]");
+  write_rule("t.skips", "\"severity\": \"warning\", \"role\": \"cause\", \"priority\": 30, "
+                        "\"signatures\": [{\"regex\": \"skipped=(?<skipped>\\\\d+)\", "
+                        "\"literals\": [\"skipped=\"], \"min_count\": 2}]");
   ddx_catalog_t *cat = NULL;
   ddx_error_t err = {0};
   const char *paths[] = {dir};
@@ -313,6 +316,12 @@ static void test_roles(const ddx_catalog_t *cat) {
   CHECK_EQ_STR(primary(&r), "t.hang");
   CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "step"), "3"));
   CHECK(!ddx_diagnosis_has_error(&r.d));
+  done(&r);
+  /* a progress line another rule also claims (an overflow count that
+   * alone does not reach its min_count) is still the last progress */
+  run(&r, cat, "step=1\nstep=2\nstep=3 skipped=5\n");
+  CHECK_EQ_STR(primary(&r), "t.hang");
+  CHECK(r.d.n && !strcmp(ddx_hit_fact(r.d.incidents[0].hit, "step"), "3"));
   done(&r);
   run(&r, cat, "step=1\nCUDA out of memory. Tried to allocate 1.00 GiB\n");
   CHECK_EQ_STR(primary(&r), "t.oom");
