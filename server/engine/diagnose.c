@@ -1689,9 +1689,8 @@ static bool entry_killed(const build_t *b, size_t i) {
  * SIGSEGV), not one a watchdog or the launcher killed (SIGABRT, SIGKILL,
  * SIGTERM). */
 static bool own_failure(const ddx_hit_t *h) {
-  const char *ec = ddx_hit_fact(h, "exitcode"), *sig = ddx_hit_fact(h, "signal");
-  if (ec) return strcmp(ec, "-6") && strcmp(ec, "-9") && strcmp(ec, "-15") && strcmp(ec, "0");
-  return sig && strcmp(sig, "SIGABRT") && strcmp(sig, "SIGKILL") && strcmp(sig, "SIGTERM");
+  const char *ec = ddx_hit_fact(h, "exitcode");
+  return hit_killed(h) == 0 && !(ec && !strcmp(ec, "0")); /* exit 0 is no failure */
 }
 
 /* The local rank the launcher on node `host` (a host name or srun's
