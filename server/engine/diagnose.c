@@ -1657,8 +1657,7 @@ static bool entry_killed(const build_t *b, size_t i);
 /* The same for a hit given by address (a collateral's first event). */
 static bool hit_entry_killed(const build_t *b, const ddx_hit_t *h) {
   const ddx_hit_t *hits = b->s->hits.data;
-  for (size_t i = 0; i < b->s->hits.len; i++)
-    if (&hits[i] == h) return entry_killed(b, i);
+  if (h >= hits && h < hits + b->s->hits.len) return entry_killed(b, (size_t)(h - hits));
   return hit_killed(h) == 1;
 }
 
