@@ -518,9 +518,11 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
     /* counted before it is compiled: ddx_catalog_free frees its regex on error */
     c->ctx_index = (int)r->nctx;
     ddx_pattern_t *cp = &r->ctx[r->nctx++];
-    json_t *pat =
-        json_pack("{s:O,s:O}", "regex", json_object_get(o, "regex"), "literals",
-                  json_object_get(o, "literals") ? json_object_get(o, "literals") : json_array());
+    /* "o" takes the literals' reference: a borrowed one is increfed first,
+     * a new empty array is handed over (with "O" it leaked) */
+    json_t *lits = json_object_get(o, "literals");
+    json_t *pat = json_pack("{s:O,s:o}", "regex", json_object_get(o, "regex"), "literals",
+                            lits ? json_incref(lits) : json_array());
     if (!pat) return ddx_error_set(lc->err, DDX_ENOMEM, "out of memory");
     rc = load_pattern(lc, pat, cp, true, r->id);
     json_decref(pat);

@@ -187,6 +187,14 @@ static void test_loader_errors(void) {
                "\"literals\": [\"xx\"]}], \"clues\": [{\"id\": \"c\", \"why\": \"w\", \"weight\": "
                "1, \"frame\": \"(\"}]}",
                true, "$.clues[0].frame: rule t.a clue c: regex does not compile");
+  /* a token clue needs its literals (the prefilter's): the error names the
+   * field, and the empty list the loader made in their place is not leaked
+   * (ASan's leak check; a fuzz_rules find) */
+  expect_error("{\"id\": \"t.a\", \"title\": \"a\", " RULE_HEAD
+               "\"role\": \"cause\", \"priority\": 5, \"signatures\": [{\"regex\": \"x\", "
+               "\"literals\": [\"xx\"]}], \"clues\": [{\"id\": \"c\", \"why\": \"w\", \"weight\": "
+               "1, \"regex\": \"saved torch\"}]}",
+               false, "r0.json: $.clues[0].literals: must not be empty");
   /* an inferred_only class has no signatures */
   expect_error("{\"id\": \"t.a\", \"title\": \"a\", " RULE_HEAD
                "\"role\": \"cause\", \"priority\": 5, \"inferred_only\": true, \"signatures\": "
