@@ -449,6 +449,33 @@ static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
   return line_glog_done(s, n, end, s[0], &t, st);
 }
 
+/* SGLang's scheduler tags after its timestamp, up to the closing bracket:
+ * "[2025-06-23 15:06:59 TP13] ", "[... DP4 TP4] ", "[... PP1 TP3] " (each a
+ * word of capitals, '_' allowed, then a number). Returns the bracket's
+ * index (0: not such tags). The TP rank is the global rank only when no
+ * other parallel dimension is named: *tp gets it then, else -1. */
+static size_t line_parallel_tags(const char *s, size_t n, size_t i, int64_t *tp) {
+  int64_t v = -1;
+  int others = 0, tags = 0;
+  *tp = -1;
+  while (i < n && s[i] == ' ' && tags < 6) {
+    size_t w = ++i;
+    while (i < n && i - w < 12 && (line_is_upper(s[i]) || s[i] == '_'))
+      i++;
+    size_t wl = i - w;
+    int64_t num;
+    if (wl < 2 || !line_num(s, n, &i, 1, 6, &num)) return 0;
+    if (wl == 2 && s[w] == 'T' && s[w + 1] == 'P')
+      v = num;
+    else
+      others++;
+    tags++;
+  }
+  if (!tags || !line_lit(s, n, i, "]")) return 0;
+  if (!others) *tp = v;
+  return i;
+}
+
 /* A bracketed timestamp and what may follow it:
  *   "[2024-05-14 10:21:33,412] [INFO] [engine.py:1899:forward] "  DeepSpeed
  *   "[2023-11-07 12:01:02,123] torch.distributed.elastic...: [ERROR] "
@@ -456,10 +483,13 @@ static size_t line_try_glog_bare(const char *s, size_t n, line_state_t *st) {
 static size_t line_try_ts_bracket(const char *s, size_t n, line_state_t *st) {
   line_time_t t = {0};
   size_t i = 1;
+  int64_t tp = -1;
   if (n < 21 || s[0] != '[' || !line_is_digit(s[1])) return 0;
-  if (!line_datetime(s, n, &i, &t) || !line_lit(s, n, i, "]")) return 0;
+  if (!line_datetime(s, n, &i, &t)) return 0;
+  if (!line_lit(s, n, i, "]") && !(i = line_parallel_tags(s, n, i, &tp))) return 0;
   i++;
   line_set_ts(st, &t);
+  if (tp >= 0) line_set_rank(st, tp);
   if (!line_lit(s, n, i, " ")) {
     st->meta->dialects |= DDX_DIALECT_ISO_TIME;
     st->after_ts = 1;
@@ -726,11 +756,26 @@ static size_t line_try_pod(const char *s, size_t n, line_state_t *st) {
  * "(RayWorkerWrapper pid=1, ip=10.0.0.3) ". ip= names the node. */
 static size_t line_try_ray(const char *s, size_t n, line_state_t *st) {
   size_t i = 1, ip = 0, ip_len = 0;
-  int has_pid = 0;
+  int has_pid = 0, others = 0;
+  int64_t rank = -1, tp = -1;
   if (n < 7 || s[0] != '(') return 0;
   for (; i < n && i < LINE_RAY_MAX; i++) {
     char c = s[i];
     if (c == ')') break;
+    /* vLLM's workers: "rank=5" (the engine's global rank), or "TP3" (the
+     * rank when no PP/DP dimension is named): "(VllmWorker rank=5 pid=1)",
+     * "(VllmWorker TP3 pid=1)", "(Worker_PP1_TP0 pid=1)" */
+    if ((s[i - 1] == ' ' || s[i - 1] == '_') && i + 2 < n) {
+      size_t j = i;
+      int64_t v;
+      if (line_lit(s, n, i, "rank=") && (j = i + 5, line_num(s, n, &j, 1, 6, &v)))
+        rank = v;
+      else if ((c == 'P' || c == 'D' || c == 'E') && s[i + 1] == 'P' && line_is_digit(s[i + 2]))
+        others++;
+      else if (c == 'T' && s[i + 1] == 'P' && (j = i + 2, line_num(s, n, &j, 1, 6, &v)) &&
+               (j >= n || s[j] == ' ' || s[j] == '_' || s[j] == ')'))
+        tp = v;
+    }
     if (!line_is_alnum(c) && c != ' ' && c != '_' && c != ',' && c != '.' && c != '=' && c != ':' &&
         c != '-' && c != '+' && c != '/')
       return 0;
@@ -747,6 +792,10 @@ static size_t line_try_ray(const char *s, size_t n, line_state_t *st) {
   }
   if (i >= n || s[i] != ')' || !has_pid) return 0;
   if (ip_len > 0) line_set_host(st, s + ip, ip_len);
+  if (rank >= 0)
+    line_set_rank(st, rank);
+  else if (tp >= 0 && !others)
+    line_set_rank(st, tp);
   st->meta->dialects |= DDX_DIALECT_RAY;
   st->outer = 0;
   return line_one_space(s, n, i + 1);

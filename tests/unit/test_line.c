@@ -303,6 +303,43 @@ static void test_ray(void) {
   norm(&r, "(RayWorkerWrapper pid=1234, ip=10.0.0.3) RuntimeError: x [repeated 5x across cluster]");
   CHECK_EQ_STR(r.out, "RuntimeError: x [repeated 5x across cluster]");
   CHECK_EQ_STR(r.m.host, "10.0.0.3");
+  CHECK_EQ_INT(r.m.rank, -1);
+
+  /* vLLM's worker names its rank: rank=N, or TPn when no PP/DP is named */
+  norm(&r, "(VllmWorker rank=5 pid=3073)   File \"/x/multiproc_executor.py\", line 311, in "
+           "worker_main");
+  CHECK_EQ_STR(r.out, "  File \"/x/multiproc_executor.py\", line 311, in worker_main");
+  CHECK_EQ_INT(r.m.rank, 5);
+  norm(&r, "(VllmWorker TP3 pid=34941) ERROR x");
+  CHECK_EQ_INT(r.m.rank, 3);
+  norm(&r, "(Worker_PP1_TP0 pid=1) ERROR x");
+  CHECK_EQ_INT(r.m.rank, -1);
+  norm(&r, "(EngineCore_DP1 pid=223840) ERROR x");
+  CHECK_EQ_INT(r.m.rank, -1);
+  norm(&r, "(WorkerDict pid=26110, ip=10.0.0.3) x TP3 rank=4");
+  CHECK_EQ_INT(r.m.rank, -1);
+}
+
+/* SGLang's scheduler: its own tags after the timestamp, in one bracket */
+static void test_sglang(void) {
+  norm_t r;
+  norm(&r, "[2025-06-23 15:06:59 TP13] world_size=16 rank=13 local_rank=5");
+  CHECK_EQ_STR(r.out, "world_size=16 rank=13 local_rank=5");
+  CHECK_EQ_INT(r.m.rank, 13);
+  CHECK_EQ_INT(r.m.ts_ms, ts(2025, 6, 23, 15, 6, 59, 0));
+  /* a DP or PP rank beside it: the TP rank is a rank within its group */
+  norm(&r, "[2025-03-19 11:39:39 DP4 TP4] TpModelWorkerClient hit an exception: Traceback");
+  CHECK_EQ_STR(r.out, "TpModelWorkerClient hit an exception: Traceback");
+  CHECK_EQ_INT(r.m.rank, -1);
+  CHECK_EQ_INT(r.m.ts_ms, ts(2025, 3, 19, 11, 39, 39, 0));
+  norm(&r, "[2025-02-09 21:23:00] Received sigquit from a child proces.");
+  CHECK_EQ_STR(r.out, "Received sigquit from a child proces.");
+  CHECK_EQ_INT(r.m.rank, -1);
+  /* not tags: a lower-case word, a tag without its number */
+  norm(&r, "[2025-02-09 21:23:00 tp1] x");
+  CHECK_EQ_INT(r.m.ts_ms, -1);
+  norm(&r, "[2025-02-09 21:23:00 TP] x");
+  CHECK_EQ_INT(r.m.ts_ms, -1);
 }
 
 static void test_ds_asctime(void) {
@@ -763,6 +800,7 @@ int main(void) {
   test_srun();
   test_mpirun();
   test_ray();
+  test_sglang();
   test_ds_asctime();
   test_axolotl();
   test_torch_elastic();
