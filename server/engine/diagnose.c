@@ -725,6 +725,7 @@ typedef struct tb_group {
   ddx_vec_t frames; /* const ddx_frame_t *, outermost first */
   bool explained;   /* a signature line ends it (or sits in it) */
   bool has_start;   /* it has its "Traceback (most recent call last)" line */
+  bool bare_frames; /* its prefixed "Traceback" line, then frames with no prefix */
 } tb_group_t;
 
 /* The state of one ddx_diagnose run, torn down by build_free alone. */
@@ -905,6 +906,7 @@ static int group_tracebacks(build_t *b) {
     for (size_t k = b->groups.len; k-- > 0 && !open;) {
       tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
       if (g->input != f->input || f->line - g->last_line > TB_MAX_GAP) break;
+      bool bare = f->rank < 0 && f->local_rank < 0 && !f->host[0];
       if (g->rank == f->rank && g->local_rank == f->local_rank && !strcmp(g->host, f->host))
         open = g;
       else if (!f->start && g->frames.len == 0 && g->rank < 0 && g->local_rank < 0 && !g->host[0]) {
@@ -913,6 +915,12 @@ static int group_tracebacks(build_t *b) {
         g->rank = f->rank;
         g->local_rank = f->local_rank;
         g->host = f->host;
+      } else if (!f->start && bare && (g->bare_frames || (g->has_start && g->frames.len == 0))) {
+        /* a logger's prefix on the "Traceback" line only (SGLang's
+         * "[... TP2] Scheduler hit an exception: Traceback ..."), then its
+         * frames bare: they are that process's */
+        open = g;
+        g->bare_frames = true;
       }
     }
     if (!open || f->start) {

@@ -309,6 +309,20 @@ static void test_cut_traceback(const ddx_catalog_t *cat) {
   CHECK(r.d.differential[0].decisive);
   CHECK_EQ_STR(r.d.differential[0].rule->id, "t.oom-gather");
   done(&r);
+  /* a logger's prefix on the "Traceback" line only (SGLang's scheduler),
+   * its frames bare: they are that rank's, so their phase and its rank hold
+   * (the frames used to form a group of their own, the Traceback line an
+   * empty one) */
+  run(&r, cat,
+      "[2025-03-19 11:39:39 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+      "  File \"/w/train.py\", line 10, in <module>\n"
+      "  File \"/env/site-packages/deepspeed/zero/coordinator.py\", line 300, in "
+      "fetch_sub_module\n");
+  CHECK_EQ_STR(primary(&r), "t.oom-gather");
+  CHECK(r.d.incidents[0].inferred);
+  CHECK_EQ_INT(r.d.incidents[0].rank, 1);
+  CHECK(r.d.incidents[0].phase && !strcmp(r.d.incidents[0].phase->id, "gather"));
+  done(&r);
   /* frames no clue places: the generic cut-traceback class */
   run(&r, cat,
       "Traceback (most recent call last):\n  File \"/w/train.py\", line 1, in <module>\n"
