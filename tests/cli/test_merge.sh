@@ -61,7 +61,7 @@ import json, sys
 src, dst, lnf, code = sys.argv[1:5]
 R = open(src).read().split("\n")[:-1]
 H = json.loads(R[0]); E = [json.loads(x) for x in R[1:]]
-def sig(): return next(i for i, e in enumerate(E) if e.get("r") == "train.hang" and not e["x"])
+def sig(): return next(i for i, e in enumerate(E) if e.get("r") == "train.hang" and not e["x"] and "step" in e.get("f", {}))
 def frame(): return next(i for i, e in enumerate(E) if "F" in e)
 LN = 1
 raw = {}
