@@ -1041,10 +1041,14 @@ static bool phys_next(phys_iter_t *it, phys_line_t *l) {
  * a traceback's lines, an exception, a logger level) and not starting
  * like the line it would continue (a repeated record: tqdm bars, rank
  * lines). */
-static bool wrap_continues(const char *buf, char *norm, size_t ls, size_t le, size_t ns,
-                           size_t ne) {
+static bool wrap_continues(const char *buf, char *norm, size_t ls, size_t le, size_t ns, size_t ne,
+                           size_t width) {
   const char *t = buf + ns;
   size_t n = ne - ns;
+  /* a line of exactly the width broke mid-text, wherever the break fell:
+   * its next line may start with a bracket or a sign ("block: [5," then
+   * "0,0]", "... shape " then "[4096]") */
+  bool exact = le - ls == width;
   /* a box of rich's (│ ╭ ╰ ┃): fixed-width lines, never a wrap */
   if ((n >= 2 && (unsigned char)t[0] == 0xe2 && ((unsigned char)t[1] & 0xfe) == 0x94) ||
       (le - ls >= 2 && (unsigned char)buf[ls] == 0xe2 &&
@@ -1052,7 +1056,7 @@ static bool wrap_continues(const char *buf, char *norm, size_t ls, size_t le, si
     return false;
   /* one blank: the space a word wrap broke at, moved to the next line */
   if (n > 1 && t[0] == ' ' && t[1] != ' ' && t[1] != '\t') t++, n--;
-  if (n == 0 || strchr(" \t[({<|+#>*-", t[0])) return false;
+  if (n == 0 || strchr(exact ? " \t" : " \t[({<|+#>*-", t[0])) return false;
   if (le - ls >= 8 && n >= 8 && !memcmp(buf + ls, t, 8)) return false;
   /* "… options:" then "NCCL_BLOCKING_WAIT: 0": a list, not a wrap */
   const char *colon = memchr(t, ':', n < 64 ? n : 64);
@@ -1104,7 +1108,7 @@ static int32_t wrap_width(const char *buf, size_t from, size_t end, char *norm, 
   phys_iter_t it = phys_iter(buf, from, end);
   for (bool more = phys_next(&it, &l); more && phys_next(&it, &next); l = next) {
     if (l.ce - l.ls + WRAP_SLACK >= max &&
-        wrap_continues(buf, norm, l.ls, l.ce, next.ls, next.ce)) {
+        wrap_continues(buf, norm, l.ls, l.ce, next.ls, next.ce, max)) {
       near++;
       exact += l.ce - l.ls == max;
     }
@@ -1194,7 +1198,7 @@ static int wrap_groups(ddx_scan_t *s, size_t end) {
     while (l.nl && lines < WRAP_MAX_LINES && l.ce - l.ls + WRAP_SLACK >= w) {
       phys_iter_t ahead = it;
       if (!phys_next(&ahead, &next) ||
-          !wrap_continues(s->buf, s->norm, l.ls, l.ce, next.ls, next.ce))
+          !wrap_continues(s->buf, s->norm, l.ls, l.ce, next.ls, next.ce, w))
         break;
       it = ahead, l = next, lines++, no++;
     }
@@ -1239,7 +1243,12 @@ static int eval_group(ddx_scan_t *s, const wrap_group_t *g, bool sat) {
     memcpy(s->join + n, s->buf + l.ls, k);
     n += k;
     if (!l.nl) break;
-    if (in->wrap_words && n && s->join[n - 1] != ' ' && n < DDX_LINE_MAX) s->join[n++] = ' ';
+    /* a word wrap broke at a space, which it may have dropped; a line of
+     * exactly the width was broken there, mid-word (a terminal's wrap in
+     * an input that mixes both, or fold -s, which keeps its space) */
+    if (in->wrap_words && n && s->join[n - 1] != ' ' && l.ce - l.ls != (size_t)in->wrap &&
+        n < DDX_LINE_MAX)
+      s->join[n++] = ' ';
   }
   if (in->html == 1) n = html_decode(s->join, n);
   group_refs_t gr = {.cat = s->cat, .map = sat ? s->cat->rest_ids : NULL};

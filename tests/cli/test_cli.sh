@@ -336,6 +336,24 @@ assert i["rule"] == "nccl.watchdog-timeout" and i["line"] == 1, i
 assert i["facts"].get("timeout_ms") in (None, "1800000"), i["facts"]
 assert sorted(i["ranks"]) == [1, 3], i["ranks"]
 ' && [ "$rc" = 1 ] && ok || bad "a paste hard-wrapped at 80 columns: the watchdog timeout at line 1, ranks 1 and 3 (rc $rc)"
+# A terminal's wrap breaks wherever the width falls: mid-bracket, and in an
+# input whose other lines (the remainders) make it look word-wrapped, a line
+# of exactly the width is joined without a space ("[5," "0,0]"); or right
+# before a bracket, which then starts the next line.
+for i in 70 71 72 73; do
+  printf '%s\n' '../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,' \
+    "0,0], thread: [$i,0,0] Assertion \`srcIndex < srcSelectDimSize\` failed."
+done >"$T/assertwrap.log"
+for i in 70 71 72 73; do
+  printf '%s\n' '   ../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: ' \
+    "[5,0,0], thread: [$i,0,0] Assertion \`srcIndex < srcSelectDimSize\` failed."
+done >"$T/assertwrap2.log"
+for f in assertwrap assertwrap2; do
+  diag_json "$T/$f.log" '
+i = d["incidents"][0]
+assert i["rule"] == "cuda.device-assert" and i["line"] == 1, i
+' && ok || bad "$f: a hard wrap inside or before a bracket: the device-side assert is read"
+done
 printf '%s\n' \
   'I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] [Rank 0] NCCL watchdog thread started!' \
   'I1028 12:13:38.405865 632324 ProcessGroupNCCL.cpp:666] [Rank 0] ProcessGroupNCCL initialized with options:' \
