@@ -146,6 +146,10 @@ typedef struct ddx_scan {
   ddx_vec_t deferred;  /* progress candidates past the cap, one block */
   uint32_t block;      /* number of the block being processed (from 1) */
   bool avx2;           /* count line terminators with AVX2 (checked at init) */
+  /* a part of a split file (split.c): the file's start decided that its
+   * lines are neither rejoined nor decoded, so the part does not decide
+   * again from its own first lines */
+  bool no_rejoin;
   /* optional: called after each read of ddx_scan_path/_range with the
    * bytes read (from the scanning thread); non-zero stops the scan with
    * DDX_EINVAL. Progress and cancellation for front ends. */

@@ -167,8 +167,8 @@ static int push_input(ddx_scan_t *s, const char *name, const ddx_line_meta_t *de
   else
     ddx_line_meta_init(&in->defaults);
   in->line_no = 1;
-  in->wrap = -1;
-  in->html = -1;
+  in->wrap = s->no_rejoin ? 0 : -1;
+  in->html = s->no_rejoin ? 0 : -1;
   return 0;
 }
 

@@ -84,6 +84,7 @@ int ddx_split_scan_fd(ddx_scan_t *scan, int fd, const struct stat *st, const cha
     }
     p->scan.on_read = scan->on_read;
     p->scan.on_read_ctx = scan->on_read_ctx;
+    p->scan.no_rejoin = true; /* the start decided: not rejoined */
     started = i;
     p->threaded = pthread_create(&p->tid, NULL, part_run, p) == 0;
     if (!p->threaded) part_run(p); /* no thread: scan it here */
