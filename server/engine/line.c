@@ -1210,9 +1210,16 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
 
   /* "[Rank 5] Watchdog caught ..." / DeepSpeed's "[Rank 0] step=..." is
    * message text and stays, but it names the rank when no prefix did, or
-   * when srun's id on the line is not this rank. */
-  if (line_lit(buf, n, pos, "[Rank ")) {
-    size_t i = pos + 6;
+   * when srun's id on the line is not this rank. Lightning's
+   * rank_prefixed_message writes "[rank: 1] " (some copies "[rank 1] "),
+   * trlx "[RANK 0] ". */
+  size_t rank_word = line_lit(buf, n, pos, "[Rank ") || line_lit(buf, n, pos, "[RANK ") ||
+                             line_lit(buf, n, pos, "[rank ")
+                         ? 6
+                     : line_lit(buf, n, pos, "[rank: ") ? 7
+                                                        : 0;
+  if (rank_word) {
+    size_t i = pos + rank_word;
     int64_t r;
     int named = line_num(buf, n, &i, 1, 7, &r) && line_lit(buf, n, i, "]");
     if (named && meta->rank < 0) {

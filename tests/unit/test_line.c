@@ -562,6 +562,16 @@ static void test_rank_in_message(void) {
   CHECK_EQ_STR(r.out, "[Rank 0] step=10, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]");
   CHECK_EQ_INT(r.m.rank, 0);
   CHECK_EQ_INT(r.m.dialects, 0);
+  /* Lightning's rank_prefixed_message, and trlx's */
+  norm(&r, "[rank: 3] torch.OutOfMemoryError: CUDA out of memory.");
+  CHECK_EQ_STR(r.out, "[rank: 3] torch.OutOfMemoryError: CUDA out of memory.");
+  CHECK_EQ_INT(r.m.rank, 3);
+  norm(&r, "[rank 12] x");
+  CHECK_EQ_INT(r.m.rank, 12);
+  norm(&r, "[RANK 0] Collecting rollouts");
+  CHECK_EQ_INT(r.m.rank, 0);
+  norm(&r, "[rank: x] y");
+  CHECK_EQ_INT(r.m.rank, -1);
 
   /* a prefix's rank is not overridden, nor is a rank preset by the caller */
   norm(&r, "[rank2]: [Rank 5] Watchdog caught collective operation timeout");
