@@ -902,11 +902,11 @@ static int make_incidents(build_t *b) {
 static int group_tracebacks(build_t *b) {
   for (size_t i = 0; i < b->nframes; i++) {
     const ddx_frame_t *f = &b->frames[i];
+    bool bare = f->rank < 0 && f->local_rank < 0 && !f->host[0];
     tb_group_t *open = NULL;
     for (size_t k = b->groups.len; k-- > 0 && !open;) {
       tb_group_t *g = &DDX_VEC_AT(&b->groups, tb_group_t, k);
       if (g->input != f->input || f->line - g->last_line > TB_MAX_GAP) break;
-      bool bare = f->rank < 0 && f->local_rank < 0 && !f->host[0];
       if (g->rank == f->rank && g->local_rank == f->local_rank && !strcmp(g->host, f->host))
         open = g;
       else if (!f->start && g->frames.len == 0 && g->rank < 0 && g->local_rank < 0 && !g->host[0]) {

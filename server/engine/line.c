@@ -1213,11 +1213,10 @@ size_t ddx_line_normalize(const char *in, size_t len, char *out, size_t cap,
    * when srun's id on the line is not this rank. Lightning's
    * rank_prefixed_message writes "[rank: 1] " (some copies "[rank 1] "),
    * trlx "[RANK 0] ". */
-  size_t rank_word = line_lit(buf, n, pos, "[Rank ") || line_lit(buf, n, pos, "[RANK ") ||
-                             line_lit(buf, n, pos, "[rank ")
-                         ? 6
-                     : line_lit(buf, n, pos, "[rank: ") ? 7
-                                                        : 0;
+  static const char *const rank_words[] = {"[Rank ", "[RANK ", "[rank ", "[rank: ", NULL};
+  size_t rank_word = 0;
+  for (size_t k = 0; rank_words[k] && !rank_word; k++)
+    if (line_lit(buf, n, pos, rank_words[k])) rank_word = strlen(rank_words[k]);
   if (rank_word) {
     size_t i = pos + rank_word;
     int64_t r;

@@ -22,6 +22,13 @@ static void norm(norm_t *r, const char *in) {
   r->len = ddx_line_normalize(in, strlen(in), r->out, sizeof r->out, &r->m);
 }
 
+/* The rank a line names (-1: none), for the checks that ask nothing else. */
+static int32_t rank_of(const char *in) {
+  norm_t r;
+  norm(&r, in);
+  return r.m.rank;
+}
+
 /* The documented ms scale, to state expected timestamps readably. */
 static int64_t ts(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s, int64_t ms) {
   return (((((y * 12 + mo) * 31 + d) * 24 + h) * 60 + mi) * 60 + s) * 1000 + ms;
@@ -310,14 +317,10 @@ static void test_ray(void) {
            "worker_main");
   CHECK_EQ_STR(r.out, "  File \"/x/multiproc_executor.py\", line 311, in worker_main");
   CHECK_EQ_INT(r.m.rank, 5);
-  norm(&r, "(VllmWorker TP3 pid=34941) ERROR x");
-  CHECK_EQ_INT(r.m.rank, 3);
-  norm(&r, "(Worker_PP1_TP0 pid=1) ERROR x");
-  CHECK_EQ_INT(r.m.rank, -1);
-  norm(&r, "(EngineCore_DP1 pid=223840) ERROR x");
-  CHECK_EQ_INT(r.m.rank, -1);
-  norm(&r, "(WorkerDict pid=26110, ip=10.0.0.3) x TP3 rank=4");
-  CHECK_EQ_INT(r.m.rank, -1);
+  CHECK_EQ_INT(rank_of("(VllmWorker TP3 pid=34941) ERROR x"), 3);
+  CHECK_EQ_INT(rank_of("(Worker_PP1_TP0 pid=1) ERROR x"), -1);
+  CHECK_EQ_INT(rank_of("(EngineCore_DP1 pid=223840) ERROR x"), -1);
+  CHECK_EQ_INT(rank_of("(WorkerDict pid=26110, ip=10.0.0.3) x TP3 rank=4"), -1);
 }
 
 /* SGLang's scheduler: its own tags after the timestamp, in one bracket */
@@ -566,12 +569,9 @@ static void test_rank_in_message(void) {
   norm(&r, "[rank: 3] torch.OutOfMemoryError: CUDA out of memory.");
   CHECK_EQ_STR(r.out, "[rank: 3] torch.OutOfMemoryError: CUDA out of memory.");
   CHECK_EQ_INT(r.m.rank, 3);
-  norm(&r, "[rank 12] x");
-  CHECK_EQ_INT(r.m.rank, 12);
-  norm(&r, "[RANK 0] Collecting rollouts");
-  CHECK_EQ_INT(r.m.rank, 0);
-  norm(&r, "[rank: x] y");
-  CHECK_EQ_INT(r.m.rank, -1);
+  CHECK_EQ_INT(rank_of("[rank 12] x"), 12);
+  CHECK_EQ_INT(rank_of("[RANK 0] Collecting rollouts"), 0);
+  CHECK_EQ_INT(rank_of("[rank: x] y"), -1);
 
   /* a prefix's rank is not overridden, nor is a rank preset by the caller */
   norm(&r, "[rank2]: [Rank 5] Watchdog caught collective operation timeout");
