@@ -66,3 +66,21 @@ export function nextEvent<T>(ev: vscode.Event<T>, what: string, ms: number, pred
 
 /** A diagnostic's code as text (a bare code, or the value of a code with a link). */
 export const codeOf = (d: vscode.Diagnostic): string => (typeof d.code === 'object' ? String(d.code.value) : String(d.code));
+
+/** The first value of fn() that is neither undefined nor false, polled every 100 ms for ms. */
+export function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const tick = async (): Promise<void> => {
+      try {
+        const v = await fn();
+        if (v !== undefined && v !== false) return resolve(v);
+      } catch (e) {
+        if (Date.now() - t0 > ms) return reject(e);
+      }
+      if (Date.now() - t0 > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+      setTimeout(() => void tick(), 100);
+    };
+    void tick();
+  });
+}

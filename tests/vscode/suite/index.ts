@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { codeOf, nextEvent, suite } from './harness';
+import { codeOf, nextEvent, suite, until } from './harness';
 
 interface Incident {
   rule: string;
@@ -82,23 +82,6 @@ const LOOK_A = 'uitest.lookalike-a';
 const LOOK_B = 'uitest.lookalike-b';
 
 const { test, run: runTests } = suite(OUT);
-
-function until<T>(what: string, ms: number, fn: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now();
-    const tick = async (): Promise<void> => {
-      try {
-        const v = await fn();
-        if (v !== undefined && v !== false) return resolve(v);
-      } catch (e) {
-        if (Date.now() - t0 > ms) return reject(e);
-      }
-      if (Date.now() - t0 > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
-      setTimeout(() => void tick(), 100);
-    };
-    void tick();
-  });
-}
 
 const ddxDiags = (uri: vscode.Uri): vscode.Diagnostic[] => vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'ddx');
 const wsUri = (rel: string): vscode.Uri => vscode.Uri.file(path.join(WS, rel));
