@@ -711,8 +711,9 @@ static void put_incident_text(text_out_t *t, const ddx_diagnosis_t *d, const ddx
       const ddx_collateral_t *c = &inc->collateral[i];
       char rs[200] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
+      const char *id = tx(t, c->rule->id); /* never NULL: ids are required */
       ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n",
-                    (unsigned long long)c->count, tx(t, c->rule->id),
+                    (unsigned long long)c->count, id ? id : "",
                     !rs[0]            ? ""
                     : c->ranks.n == 1 ? "rank "
                                       : "ranks ",
