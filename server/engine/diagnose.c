@@ -764,6 +764,56 @@ static void build_free(build_t *b) {
   ddx_vec_free(&b->groups);
 }
 
+/* A torchrun table's time ("2026-12-04_15:07:14") in seconds from an
+ * arbitrary origin (days from the civil calendar), -1 when malformed:
+ * only differences between two rows are read. */
+static int64_t table_seconds(const char *t) {
+  int y, mo, d, h, mi, s;
+  if (!t || sscanf(t, "%d-%d-%d_%d:%d:%d", &y, &mo, &d, &h, &mi, &s) != 6 || mo < 1 || mo > 12)
+    return -1;
+  y -= mo <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+  int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return days * 86400 + h * 3600 + mi * 60 + s;
+}
+
+/* The `table_time` of the table entry hit i belongs to: the time row at
+ * most `back` lines above it (an entry's rows: time, host, rank,
+ * exitcode, error_file, traceback). */
+static int64_t entry_seconds(const ddx_hit_t *hits, size_t i, uint64_t back) {
+  for (size_t k = i + 1; k-- > 0;) {
+    const ddx_hit_t *x = &hits[k];
+    if (x->input != hits[i].input || x->line + back < hits[i].line) break;
+    const char *t = x->is_ctx ? NULL : ddx_hit_fact(x, "table_time");
+    if (t) return table_seconds(t);
+  }
+  return -1;
+}
+
+/* Whether hit i, a row of a launcher table's entry, was logged well after
+ * the table's root cause (first observed failure): newer torchrun lists
+ * the processes it stopped itself (SIGTERM, then SIGKILL once its grace
+ * period ran out) with the time they ended, 30 s after the failure that
+ * made it stop them. Such an entry's signal is the launcher's teardown,
+ * not a failure of its own. */
+#define DDX_TEARDOWN_SECONDS 10
+static bool teardown_entry(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  int64_t at = entry_seconds(hits, i, 6);
+  if (at < 0) return false;
+  for (size_t k = i + 1; k < b->s->hits.len; k++) {
+    const ddx_hit_t *x = &hits[k];
+    if (x->input != hits[i].input || x->line > hits[i].line + 200) break;
+    if (x->is_ctx || !ddx_hit_fact(x, "root_rank") ||
+        !context_holds(b->s, b->ix, &b->cat->rules[x->rule], x))
+      continue;
+    int64_t root = entry_seconds(hits, k, 3);
+    return root >= 0 && at - root >= DDX_TEARDOWN_SECONDS;
+  }
+  return false;
+}
+
 /* The event of hits [i, j) (one line) among the match rules, or among the
  * progress rules (trigger no-error) when `progress`. */
 static void resolve_line(build_t *b, size_t i, size_t j, bool progress) {
@@ -784,6 +834,7 @@ static void resolve_line(build_t *b, size_t i, size_t j, bool progress) {
     if (!context_holds(s, b->ix, r, h) || !conditions_hold(r->conds, r->nconds, h) ||
         !conditions_hold(r->sigs[h->pattern].conds, r->sigs[h->pattern].nconds, h))
       continue;
+    if (r->role == DDX_ROLE_CAUSE && r->sigs[h->pattern].fallback && teardown_entry(b, k)) continue;
     best = h;
   }
   if (!best) return;
@@ -1528,7 +1579,9 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
   bool own =
       !strcmp(source, "prefix") || !strcmp(source, "capture") || !strcmp(source, "first-timeout");
   if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
-  if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table")) fits = false;
+  if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table") &&
+      strcmp(source, "launcher-pid") && strcmp(source, "launcher-stopped"))
+    fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
   if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
 }
@@ -1621,6 +1674,15 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
     snprintf(note, cap, "rank %d: the only rank the log names (one process speaks)", e->rank);
   else if (!strcmp(e->source, "first-timeout"))
     snprintf(note, cap, "rank %d: its watchdog timed out first (the others got its dump signal)",
+             e->rank);
+  else if (!strcmp(e->source, "odd-rank"))
+    snprintf(note, cap,
+             "rank %d: the rank the other ranks' reports name as running a different collective",
+             e->rank);
+  else if (!strcmp(e->source, "launcher-stopped"))
+    snprintf(note, cap,
+             "rank %d: the one process still running when the others had failed (its launcher "
+             "stopped it with SIGTERM): the stuck rank",
              e->rank);
   else if (!strcmp(e->source, "launcher-root-cause"))
     snprintf(note, cap, "rank %d: the launcher's root cause (first observed failure)", e->rank);
@@ -1867,6 +1929,130 @@ static bool earlier_alike(const build_t *b, const ddx_incident_t *p) {
   return false;
 }
 
+/* Whether the launcher table's root-cause entry (hit k, its rank row)
+ * shares its whole second with another entry of a process that failed on
+ * its own: torchrun records every failure it finds in one poll and picks
+ * the earliest timestamp, so a tie is its dict order, not time. `tied`
+ * gets the ranks of that second (the root's too) when it does. */
+static bool root_tied(const build_t *b, size_t k, ddx_rankset_t *tied) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  int64_t root = entry_seconds(hits, k, 3);
+  if (root < 0) return false;
+  ddx_rankset_t same = {0};
+  for (size_t j = k; j-- > 0;) {
+    const ddx_hit_t *x = &hits[j];
+    if (x->input != hits[k].input || x->line + 400 < hits[k].line) break;
+    if (x->is_ctx || ddx_hit_fact(x, "root_rank") || !ddx_hit_fact(x, "rank") ||
+        !ddx_hit_fact(x, "local_rank") || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER)
+      continue;
+    if (x->text && strstr(x->text, "failed (exitcode")) break; /* the table's own report */
+    if (!entry_killed(b, j) && entry_seconds(hits, j, 3) == root)
+      ddx_rankset_add(&same, parse_int(ddx_hit_fact(x, "rank")));
+  }
+  bool tie = same.n > 0;
+  if (tie) {
+    ddx_rankset_add(tied, parse_int(ddx_hit_fact(&hits[k], "root_rank")));
+    for (size_t i = 0; i < same.n; i++)
+      ddx_rankset_add(tied, same.v[i]);
+  }
+  ddx_rankset_free(&same);
+  return tie;
+}
+
+/* The ranks a torchrun agent stopped on a job of one node (no host names,
+ * one failure table): the processes its table lists failed; it sent
+ * "closing signal SIGTERM" to the ones still running. When the table's
+ * ranks and the SIGTERMs account for 0..n-1, the ranks missing from the
+ * table are those that were still running: for a timeout, the stuck ones.
+ * Empty when the text does not account for every process. */
+static void launcher_stopped(const build_t *b, const ddx_incident_t *p, ddx_rankset_t *out) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  ddx_rankset_t listed = {0};
+  long pids[64];
+  size_t npids = 0, roots = 0;
+  uint64_t root_line = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->input != p->hit->input) continue;
+    if (h->meta.host[0]) ok = false; /* several nodes: each agent stops its own */
+    const ddx_rule_t *r = &b->cat->rules[h->rule];
+    const char *rk = ddx_hit_fact(h, "rank"), *pid = ddx_hit_fact(h, "pid");
+    if (ddx_hit_fact(h, "root_rank") && h->line != root_line && context_holds(b->s, b->ix, r, h))
+      roots++, root_line = h->line;
+    if (r->role == DDX_ROLE_WRAPPER && rk && ddx_hit_fact(h, "local_rank"))
+      ddx_rankset_add(&listed, parse_int(rk));
+    else if (r->role == DDX_ROLE_COLLATERAL && pid && h->text &&
+             strstr(h->text, "Sending process") && strstr(h->text, "SIGTERM")) {
+      long v = strtol(pid, NULL, 10);
+      bool seen = false;
+      for (size_t k = 0; k < npids; k++)
+        seen |= pids[k] == v;
+      if (!seen && npids < 64) pids[npids++] = v;
+    }
+  }
+  int32_t n = (int32_t)(listed.n + npids);
+  if (ok && roots <= 1 && npids > 0 && listed.n > 0) {
+    ddx_rankset_t missing = {0};
+    for (int32_t r = 0; r < n; r++)
+      if (!ddx_rankset_has(&listed, r)) ddx_rankset_add(&missing, r);
+    bool inside = true; /* every listed rank within 0..n-1 */
+    for (size_t k = 0; k < listed.n; k++)
+      inside &= listed.v[k] < n;
+    if (inside && missing.n == npids)
+      for (size_t k = 0; k < missing.n; k++)
+        ddx_rankset_add(out, missing.v[k]);
+    ddx_rankset_free(&missing);
+  }
+  ddx_rankset_free(&listed);
+}
+
+/* The odd rank of a desync: the primary's reports each name their own
+ * rank (`rank`) and the rank whose collective differs (`other_rank`).
+ * With a majority in one collective, every reporter of the majority
+ * names the odd rank, and the odd rank names one of them: the rank named
+ * by the most distinct reporters is the odd one when it is one. -2 when
+ * reports exist but do not decide (one report, or a tie: two ranks that
+ * name each other), with the ranks named as candidates; -1 when none. */
+static int32_t odd_rank(const build_t *b, const ddx_incident_t *p, ddx_rankset_t *cand) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  ddx_rankset_t reporters = {0};
+  int32_t named[64], votes[64];
+  size_t n = 0;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    const char *a = h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input
+                        ? NULL
+                        : ddx_hit_fact(h, "other_rank");
+    int32_t me = h->meta.rank >= 0 ? (int32_t)h->meta.rank : parse_int(ddx_hit_fact(h, "rank"));
+    if (!a || me < 0 || parse_int(a) < 0 || ddx_rankset_has(&reporters, me)) continue;
+    ddx_rankset_add(&reporters, me);
+    int32_t o = parse_int(a);
+    size_t k = 0;
+    while (k < n && named[k] != o)
+      k++;
+    if (k == n && n < 64) named[n] = o, votes[n++] = 0;
+    if (k < n) votes[k]++;
+  }
+  size_t best = 0;
+  bool tie = false;
+  for (size_t k = 1; k < n; k++) {
+    if (votes[k] > votes[best])
+      best = k, tie = false;
+    else if (votes[k] == votes[best])
+      tie = true;
+  }
+  int32_t r = n == 0 ? -1 : (tie || votes[best] < 2) ? -2 : named[best];
+  if (r == -2) { /* the reporters and the ranks they name */
+    for (size_t k = 0; k < reporters.n; k++)
+      ddx_rankset_add(cand, reporters.v[k]);
+    for (size_t k = 0; k < n; k++)
+      ddx_rankset_add(cand, named[k]);
+  }
+  ddx_rankset_free(&reporters);
+  return r;
+}
+
 /* 4b. One resolver for the primary's initiating rank: every piece of
  * evidence with its weight and source (the cause line's prefix and
  * captures, the layout, launcher pids and tables, the only rank that
@@ -1940,8 +2126,30 @@ static void resolve_rank(build_t *b) {
   f.tie = (p->ranks.n <= 1 || (srun_nodes && (p->hit->meta.dialects & DDX_DIALECT_SRUN))) &&
           (!src0 || (strcmp(src0, "prefix") && strcmp(src0, "capture"))) &&
           alike_causes(b, p) >= 3 && !launcher_saw_one(b, p, &f);
-  ddx_rankset_t waiting = {0};
+  /* a failure table whose root cause shares its second with other
+   * failures: every launcher "first" is a tie (torchrun's dict order) */
+  const ddx_hit_t *hits = b->s->hits.data;
+  bool table_tie = false;
+  ddx_rankset_t tied = {0};
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    if (!hits[i].is_ctx && hits[i].input == p->hit->input && ddx_hit_fact(&hits[i], "root_rank") &&
+        context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i])) {
+      table_tie = root_tied(b, i, &tied);
+      break;
+    }
+  if (table_tie) f.tie = true;
+  ddx_rankset_t waiting = {0}, stopped = {0};
   collateral_reporters(p, srun_nodes, &waiting);
+  /* only waiting ranks speak (a timeout): the ones the launcher still had
+   * to stop are the stuck ones, and every rank its table lists failed
+   * after waiting */
+  if (p->role == DDX_ROLE_COLLATERAL) launcher_stopped(b, p, &stopped);
+  for (size_t i = 0; stopped.n && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &((const ddx_hit_t *)b->s->hits.data)[i];
+    const char *rk = h->is_ctx || h->input != p->hit->input ? NULL : ddx_hit_fact(h, "rank");
+    if (rk && ddx_hit_fact(h, "local_rank") && b->cat->rules[h->rule].role == DDX_ROLE_WRAPPER)
+      ddx_rankset_add(&waiting, parse_int(rk));
+  }
   f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));
@@ -2003,7 +2211,6 @@ static void resolve_rank(build_t *b) {
    * when the cause is a Python exception (its process exits with 1), not
    * an entry whose process was aborted or killed (a watchdog's SIGABRT on
    * another node) */
-  const ddx_hit_t *hits = b->s->hits.data;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const char *rr = hits[i].is_ctx ? NULL : ddx_hit_fact(&hits[i], "root_rank");
     if (!rr || hits[i].input != p->hit->input ||
@@ -2017,6 +2224,7 @@ static void resolve_rank(build_t *b) {
     bool summary = p->role == DDX_ROLE_WRAPPER;
     if (summary && parse_int(rr) >= 0) f.local = p->local_rank = lr ? parse_int(lr) : -1;
     bool pair_ok = f.local < 0 || !lr || parse_int(lr) == f.local;
+    if (table_tie) pair_ok = false; /* a tie in one poll: not first in time */
     if (parse_int(rr) >= 0)
       add_evidence(&ev, &f, "launcher-root-cause", parse_int(rr), summary ? 1.05 : 0.8, pair_ok);
     break;
@@ -2045,8 +2253,16 @@ static void resolve_rank(build_t *b) {
   /* frames under srun -l carry the task id, not a rank */
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
+  if (stopped.n == 1) add_evidence(&ev, &f, "launcher-stopped", stopped.v[0], 0.9, true);
   ddx_rankset_t cand = {0};
-  int32_t comp = p->role == DDX_ROLE_CAUSE ? complement_rank(b, &f, &cand) : -1;
+  /* a desync's reports name the odd rank: above the reporter's own prefix */
+  int32_t odd = odd_rank(b, p, &cand);
+  if (odd >= 0) add_evidence(&ev, &f, "odd-rank", odd, 1.1, true);
+  for (size_t k = 0; odd == -2 && k < cand.n && k < 2; k++) /* undecided: no rank stands */
+    add_evidence(&ev, &f, "odd-rank", cand.v[k], 1.1, true);
+  int32_t comp = p->role == DDX_ROLE_CAUSE && odd == -1 ? complement_rank(b, &f, &cand) : -1;
+  for (size_t k = 0; stopped.n > 1 && k < stopped.n; k++)
+    ddx_rankset_add(&cand, stopped.v[k]);
   if (comp >= 0) add_evidence(&ev, &f, "complement", comp, f.hi > 0 ? 0.8 : 0.75, true);
   if (ev.len > 1) qsort(ev.data, ev.len, sizeof(ddx_rank_evidence_t), cmp_evidence);
   const ddx_rank_evidence_t *e = ev.data;
@@ -2063,6 +2279,17 @@ static void resolve_rank(build_t *b) {
     p->local_rank = -1;
   }
   if (conflict) rank = -1;
+  /* the launcher's table is the only witness (its summary, or a signal
+   * several processes ended with) and it lists them in one second: the
+   * text does not tell which came first */
+  bool table_only = table_tie && p->ranks.n >= 2 &&
+                    (p->role == DDX_ROLE_WRAPPER || (p->role == DDX_ROLE_CAUSE && p->fallback));
+  if (table_only) {
+    rank = -1, p->local_rank = -1;
+    const ddx_rankset_t *from = p->role == DDX_ROLE_WRAPPER ? &tied : &p->ranks;
+    for (size_t k = 0; k < from->n; k++)
+      ddx_rankset_add(&cand, from->v[k]);
+  }
   /* the cause's own placement names its line's process, not the first of
    * several that raised it alike */
   bool alike_first = rank >= 0 && f.tie && p->role == DDX_ROLE_CAUSE &&
@@ -2075,6 +2302,11 @@ static void resolve_rank(build_t *b) {
   else if (alike_first)
     snprintf(note, sizeof note,
              "rank unknown: several processes raised it alike, and another printed it first");
+  else if (table_only)
+    snprintf(note, sizeof note,
+             "rank unknown: the launcher's table lists %zu processes failing in the same second; "
+             "its root cause is a tie, not the first in time",
+             cand.n);
   else if (conflict)
     snprintf(note, sizeof note, "rank unknown: the evidence disagrees (%s says %d, %s says %d)",
              e[0].source, e[0].rank, e[1].source, e[1].rank);
@@ -2114,6 +2346,8 @@ static void resolve_rank(build_t *b) {
   ddx_vec_free(&ev);
   ddx_rankset_free(&cand);
   ddx_rankset_free(&waiting);
+  ddx_rankset_free(&stopped);
+  ddx_rankset_free(&tied);
 }
 
 /* The traceback group an incident's line ends (or sits in), or NULL. */
