@@ -16,7 +16,8 @@ off, last 30 lines only). Closing line: `N passed, N failed` over the checks.
 Exit 1 when a check fails: dev top-1 below --min-accuracy, held top-1 below
 --min-held, a healthy ('none') log with an error-severity diagnosis, a part
 silent on more than --max-silent of its failure logs, ECE above --max-ece,
-ablation top-3 below --min-ablation-top3, or ddx failing on an input."""
+ablation top-3 (over the cuts that still show a failure sign) below
+--min-ablation-top3, or ddx failing on an input."""
 import argparse
 import collections
 import json
@@ -199,21 +200,31 @@ def ablation_eligible(r):
             and isinstance(s["line"], int) and s["line"] >= 1)
 
 
+def ablation_counts(xs):
+    """top-1/top-3/silent/inferred/no-error counts and rates over ablated cuts."""
+    n = len(xs)
+    out = {"n": n,
+           "top1": sum(x["top1"] for x in xs), "top3": sum(x["top3"] for x in xs),
+           "silent": sum(x["silent"] for x in xs), "inferred": sum(x["inferred"] for x in xs),
+           "no_error": sum(x["no_error"] for x in xs)}
+    for k in ("top1", "top3", "silent", "inferred"):
+        out[k + "_rate"] = rate(out[k], n)
+    return out
+
+
 def ablation_summary(recs):
+    """Per variant, the headline numbers count only the cuts that still show a
+    failure sign (FAILURE_SIGN): a cut with none left gives a reader nothing to
+    diagnose either. 'all' holds the same counts over every cut, 'no_sign' and
+    'empty' how many cuts had no sign left / nothing at all (context)."""
     out = {"eligible": len(recs)}
     for v in ("truncated", "tail"):
         xs = [r["ablation"][v] for r in recs]
-        n = len(xs)
-        out[v] = {"n": n,
-                  "top1": sum(x["top1"] for x in xs), "top3": sum(x["top3"] for x in xs),
-                  "silent": sum(x["silent"] for x in xs), "inferred": sum(x["inferred"] for x in xs),
-                  "no_error": sum(x["no_error"] for x in xs),
-                  "with_sign": sum(x["sign"] for x in xs),
-                  "empty": sum(x["empty"] for x in xs),
-                  "silent_sign": sum(x["silent"] and x["sign"] for x in xs),
-                  "top3_sign": sum(x["top3"] and x["sign"] for x in xs)}
-        for k in ("top1", "top3", "silent", "inferred"):
-            out[v][k + "_rate"] = rate(out[v][k], n)
+        signed = [x for x in xs if x["sign"]]
+        out[v] = ablation_counts(signed)
+        out[v]["all"] = ablation_counts(xs)
+        out[v]["no_sign"] = len(xs) - len(signed)
+        out[v]["empty"] = sum(x["empty"] for x in xs)
     out["tail_unchanged"] = sum(1 for r in recs if r["ablation"]["tail_unchanged"])
     return out
 
@@ -252,7 +263,8 @@ def main():
                     help="maximum share of failure logs without any incident, per part (0..1)")
     ap.add_argument("--max-ece", type=float, default=None, help="maximum expected calibration error, dev+held")
     ap.add_argument("--min-ablation-top3", type=float, default=0.0,
-                    help="minimum ablation top-3, truncated and tail-30 alike, dev+held")
+                    help="minimum ablation top-3 over the cuts that still show a failure sign, "
+                         "truncated and tail-30 alike, dev+held")
     ap.add_argument("--no-ablation", action="store_true", help="skip the ablation benchmark")
     ap.add_argument("--markdown", metavar="FILE", help="write the tables as Markdown")
     ap.add_argument("--json", metavar="FILE", help="write the numbers as JSON")
@@ -352,6 +364,9 @@ def main():
         {"part": r["part"], "file": r["file"], "want": r["class"], "line": r["s"]["line"], "variant": v,
          "top3": r["ablation"][v + "_got"]}
         for r in recs if "ablation" in r for v in ("truncated", "tail") if not r["ablation"][v]["top3"]]
+    for m in report["ablation_misses"]:
+        m["failure_sign"] = next(r["ablation"][m["variant"]]["sign"] for r in recs
+                                 if "ablation" in r and r["part"] == m["part"] and r["file"] == m["file"])
     report["ddx_errors"] = errors
 
     # checks
@@ -385,9 +400,9 @@ def main():
         ab = P[top]["ablation"]
         for v in ("truncated", "tail"):
             x = ab[v] if ab else {"n": 0}
-            check(f"ablation {v} top-3 {top} >= {a.min_ablation_top3:.0%}",
+            check(f"ablation {v} top-3 {top} (cuts with a failure sign) >= {a.min_ablation_top3:.0%}",
                   x["n"] and x["top3_rate"] >= a.min_ablation_top3,
-                  pct(x.get("top3", 0), x["n"]) if x["n"] else "no eligible logs")
+                  pct(x.get("top3", 0), x["n"]) if x["n"] else "no cut with a failure sign")
     if "dev" in names and "held" in names:
         dev_threads = {thread_key(r["source"]) for r in recs if r["part"] == "dev"}
         leaks = sorted(f"held/{r['file']}" for r in recs if r["part"] == "held" and thread_key(r["source"]) in dev_threads)
@@ -433,21 +448,29 @@ def summary_rows(report, which):
 
 SUMMARY_HEAD = ["part", "logs", "top-1", "top-3", "silent", "no error incident", "healthy ok", "initiating rank", "ECE"]
 CAL_HEAD = ["confidence", "n", "mean conf", "accuracy"]
-ABL_HEAD = ["part", "eligible", "truncated top-1", "truncated top-3", "truncated silent",
-            "truncated empty", "silent with a failure sign left", "top-3 with a failure sign left",
-            "tail-30 top-1", "tail-30 top-3", "tail-30 silent"]
+ABL_HEAD = ["part", "eligible", "truncated with a failure sign", "truncated top-1", "truncated top-3",
+            "truncated silent", "truncated, every cut: top-1 / top-3 / silent", "truncated without a sign (empty)",
+            "tail-30 with a failure sign", "tail-30 top-1", "tail-30 top-3", "tail-30 silent",
+            "tail-30, every cut: top-1 / top-3 / silent"]
 
 
 def ablation_rows(report):
+    """Headline columns over the cuts that still show a failure sign; the
+    every-cut and no-sign columns are context."""
     rows = []
     for n, p in report["parts"].items():
         ab = p["ablation"]
         if ab is None:
             continue
-        t, b = ab["truncated"], ab["tail"]
-        rows.append([n, str(ab["eligible"]),
-                     pct(t["top1"], t["n"]), pct(t["top3"], t["n"]), pct(t["silent"], t["n"]),
-                     pct(t["empty"], t["n"]), pct(t["silent_sign"], t["with_sign"]), pct(t["top3_sign"], t["with_sign"]), pct(b["top1"], b["n"]), pct(b["top3"], b["n"]), pct(b["silent"], b["n"])])
+        row = [n, str(ab["eligible"])]
+        for v in ("truncated", "tail"):
+            x, al = ab[v], ab[v]["all"]
+            row += [f"{x['n']}/{al['n']}", pct(x["top1"], x["n"]), pct(x["top3"], x["n"]), pct(x["silent"], x["n"])]
+            if v == "truncated":
+                row += [f"{al['top1']} / {al['top3']} / {al['silent']} of {al['n']}", f"{x['no_sign']} ({x['empty']})"]
+            else:
+                row += [f"{al['top1']} / {al['top3']} / {al['silent']} of {al['n']}"]
+        rows.append(row)
     return rows
 
 
@@ -509,11 +532,12 @@ def print_text(report, names, a):
         rows = ablation_rows(report)
         if rows:
             print("\nablation (logs right at top-1, not inferred, high-confidence label): "
-                  f"truncated = cut before the decisive line, tail-30 = last {TAIL_LINES} lines")
+                  f"truncated = cut before the decisive line, tail-30 = last {TAIL_LINES} lines; "
+                  "top-1/top-3/silent count the cuts that still show a failure sign, every cut is context")
             print(text_table(ABL_HEAD, rows, "  "))
             top = "all" if "all" in P else names[0]
             ab = P[top]["ablation"]
-            print(f"  truncated answers marked inferred ({top}): {ab['truncated']['inferred']}/{ab['truncated']['n']}; "
+            print(f"  truncated answers marked inferred ({top}, cuts with a failure sign): {ab['truncated']['inferred']}/{ab['truncated']['n']}; "
                   f"tail-30 identical to the log (<= {TAIL_LINES} lines): {ab['tail_unchanged']}/{ab['eligible']}")
         print()
     else:
@@ -521,10 +545,12 @@ def print_text(report, names, a):
             ab = p["ablation"]
             if ab:
                 t, b = ab["truncated"], ab["tail"]
-                print(f"{n} ablation ({ab['eligible']} logs): truncated top-1 {pct(t['top1'], t['n'])}, "
-                      f"top-3 {pct(t['top3'], t['n'])}, silent {t['silent']} (empty {t['empty']}; a failure sign left in {t['with_sign']}: "
-                      f"top-3 {t['top3_sign']}, silent {t['silent_sign']}); tail-30 top-1 {pct(b['top1'], b['n'])}, "
-                      f"top-3 {pct(b['top3'], b['n'])}, silent {b['silent']}")
+                print(f"{n} ablation ({ab['eligible']} logs; cuts with a failure sign): "
+                      f"truncated {t['n']}: top-1 {pct(t['top1'], t['n'])}, top-3 {pct(t['top3'], t['n'])}, "
+                      f"silent {t['silent']} (every cut {t['all']['n']}: top-1 {t['all']['top1']}, "
+                      f"top-3 {t['all']['top3']}, silent {t['all']['silent']}; no sign {t['no_sign']}, empty {t['empty']}); "
+                      f"tail-30 {b['n']}: top-1 {pct(b['top1'], b['n'])}, top-3 {pct(b['top3'], b['n'])}, "
+                      f"silent {b['silent']} (every cut {b['all']['n']}: top-3 {b['all']['top3']})")
     for c in report["checks"]:
         print(f"{'PASS' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}")
 
@@ -556,7 +582,10 @@ def markdown(report, names, a):
         out += ["## Ablation", "",
                 "Logs whose primary incident is right, not inferred, with a high-confidence label. "
                 "Truncated: the log cut just before the decisive line; "
-                f"tail-30: the last {TAIL_LINES} lines of the log only.", "",
+                f"tail-30: the last {TAIL_LINES} lines of the log only. "
+                "top-1, top-3 and silent count only the cuts that still show a failure sign "
+                "(a traceback, an exception, an ERROR line, an exit status or a signal); "
+                "the every-cut and without-a-sign columns are context.", "",
                 md_table(ABL_HEAD, rows), ""]
     out += ["## Per class", "", md_table(["class"] + names,
                                           [[f"`{k}`"] + [f"{c[n][0]}/{c[n][1]}" if c[n][1] else "" for n in names]
