@@ -489,8 +489,14 @@ static const char *txn(text_out_t *t, const char *s, size_t n) {
   return r ? r : "?";
 }
 
-/* The same for a NUL-terminated string (NULL stays NULL). */
+/* Text for the report; "" for a missing one (never NULL, so a Release
+ * build's format checks see no null %s argument). */
 static const char *tx(text_out_t *t, const char *s) {
+  return s ? txn(t, s, strlen(s)) : "";
+}
+
+/* The same for an optional field: NULL stays NULL (the caller decides). */
+static const char *tx_opt(text_out_t *t, const char *s) {
   return s ? txn(t, s, strlen(s)) : NULL;
 }
 
@@ -647,8 +653,8 @@ static void put_differential(text_out_t *t, const ddx_diagnosis_t *d) {
 static void put_resume(text_out_t *t, const ddx_diagnosis_t *d) {
   const ddx_hit_t *h = d->resume;
   if (!h) return;
-  const char *tag = tx(t, ddx_hit_fact(h, "tag")), *path = tx(t, ddx_hit_fact(h, "path"));
-  const char *step = tx(t, ddx_hit_fact(h, "step"));
+  const char *tag = tx_opt(t, ddx_hit_fact(h, "tag")), *path = tx_opt(t, ddx_hit_fact(h, "path"));
+  const char *step = tx_opt(t, ddx_hit_fact(h, "step"));
   ddx_sb_printf(
       &t->b,
       "  %sresume%s    from %s%s%s%s%s (saved at line %llu, before the failure began), once "
@@ -711,9 +717,8 @@ static void put_incident_text(text_out_t *t, const ddx_diagnosis_t *d, const ddx
       const ddx_collateral_t *c = &inc->collateral[i];
       char rs[200] = "";
       ddx_rankset_format(&c->ranks, rs, sizeof rs);
-      const char *id = tx(t, c->rule->id); /* never NULL: ids are required */
       ddx_sb_printf(b, "    %5llu x %-28s %s%s%s (first at line %llu)\n",
-                    (unsigned long long)c->count, id ? id : "",
+                    (unsigned long long)c->count, tx(t, c->rule->id),
                     !rs[0]            ? ""
                     : c->ranks.n == 1 ? "rank "
                                       : "ranks ",

@@ -498,7 +498,7 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
     char owner[160], cid[100];
     snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
              quote_id(c->id, strlen(c->id), cid, sizeof cid));
-    pcre2_code *code;
+    pcre2_code *code = NULL;
     if ((rc = compile_regex(lc, re, "frame", owner, &code))) return rc;
     c->frame_code = code;
     c->kind = DDX_CLUE_FRAME;
@@ -964,7 +964,7 @@ static int load_phase_table(load_ctx_t *lc, json_t *root) {
       char field[64], owner[160];
       snprintf(field, sizeof field, "frames[%zu]", k);
       snprintf(owner, sizeof owner, "phase %s", quote_id(ph->id, strlen(ph->id), pid, sizeof pid));
-      pcre2_code *code;
+      pcre2_code *code = NULL;
       if ((rc = compile_regex(lc, frames.v[k], field, owner, &code))) return rc;
       ph->frame_codes[ph->nframes++] = code;
     }
