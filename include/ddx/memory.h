@@ -50,16 +50,16 @@ typedef struct ddx_mem_model {
   double largest_module; /* params of the largest single module (ZeRO-3 gathers one at a time);
                             0: derived from the shape */
   /* Architecture readers (docs/memory.md "Model configs"): */
-  double dec_layers;     /* encoder-decoder (T5, BART): decoder layers; layers = encoder layers */
-  double dec_heads;      /* decoder heads where they differ (BART); 0: heads */
+  double dec_layers;       /* encoder-decoder (T5, BART): decoder layers; layers = encoder layers */
+  double dec_heads;        /* decoder heads where they differ (BART); 0: heads */
   double dec_intermediate; /* decoder FFN width where it differs; 0: intermediate */
-  bool classifier;       /* *ForSequenceClassification / *ForTokenClassification: no LM head */
-  double num_labels;     /* the classifier's outputs (2 when unsaid) */
-  double moe_intermediate;    /* MoE expert width (Qwen2-MoE, DeepSeek); 0: intermediate */
+  bool classifier;         /* *ForSequenceClassification / *ForTokenClassification: no LM head */
+  double num_labels;       /* the classifier's outputs (2 when unsaid) */
+  double moe_intermediate; /* MoE expert width (Qwen2-MoE, DeepSeek); 0: intermediate */
   double shared_intermediate; /* always-on shared expert width (Qwen2-MoE, DeepSeek) */
   double dense_layers;        /* leading dense layers of a MoE (first_k_dense_replace) */
-  char arch[48];         /* the model_type as read ("llama", "t5", ...) */
-  char warning[160];     /* what the reader could not model ("" when read as documented) */
+  char arch[48];              /* the model_type as read ("llama", "t5", ...) */
+  char warning[160];          /* what the reader could not model ("" when read as documented) */
 } ddx_mem_model_t;
 
 /* Reads the shape from a Hugging Face config.json text (text_config of a
@@ -107,9 +107,9 @@ typedef enum {
  * never coexist (activations are freed before the step). The allocated
  * peak is the resident terms plus the larger phase. */
 typedef enum {
-  DDX_MEM_PHASE_ALL = 0,  /* resident: weights, gradients, optimizer states */
+  DDX_MEM_PHASE_ALL = 0,    /* resident: weights, gradients, optimizer states */
   DDX_MEM_PHASE_FWDBWD = 1, /* forward/backward: activations, logits, buckets, ZeRO-3 gathers */
-  DDX_MEM_PHASE_STEP = 2  /* optimizer step: fp32 gradient partition, optimizer temporaries */
+  DDX_MEM_PHASE_STEP = 2    /* optimizer step: fp32 gradient partition, optimizer temporaries */
 } ddx_mem_phase_t;
 
 #define DDX_MEM_MAX_TERMS 32
@@ -153,8 +153,8 @@ typedef struct ddx_mem_estimate {
   const char *peak_phase; /* "forward/backward" or "optimizer step" (at the high bound) */
   double ds_estimate;     /* DeepSpeed's estimate_zero2/3_model_states_mem_needs (all live)
                              for this config, per GPU; 0 when it has none (stage 0/1) */
-  double cpu_bytes;        /* offloaded bytes per rank */
-  double gpu_bytes;        /* the GPU's memory, 0 when unknown */
+  double cpu_bytes;       /* offloaded bytes per rank */
+  double gpu_bytes;       /* the GPU's memory, 0 when unknown */
   ddx_mem_verdict_t verdict;
 } ddx_mem_estimate_t;
 

@@ -673,8 +673,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     } else if (!strcmp(a, "--cuda-context") && has) {
       char *e;
       double g = strtod(argv[++i], &e);
-      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0) || !isfinite(g) ||
-          g > 64)
+      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0) || !isfinite(g) || g > 64)
         return usage("--cuda-context needs GiB (0.8)");
       mi.cuda_context_bytes = g * 1024.0 * 1024.0 * 1024.0;
     } else if (!strcmp(a, "--reserve") && has) {

@@ -255,16 +255,16 @@ static void read_architecture(const json_t *root, const json_t *cfg, ddx_mem_mod
     return;
   }
   static const char *const t5[] = {"t5", "mt5", "umt5", "longt5", NULL};
-  static const char *const bart[] = {"bart",   "mbart",      "marian", "pegasus",
+  static const char *const bart[] = {"bart",   "mbart",      "marian",  "pegasus",
                                      "plbart", "blenderbot", "m2m_100", NULL};
   static const char *const known[] = {
-      "llama",  "mistral",  "mixtral",     "qwen2",       "qwen2_moe", "qwen3",       "qwen3_moe",
-      "qwen",   "gemma",    "gemma2",      "gpt2",        "gpt_neox",  "gptj",        "opt",
-      "bloom",  "falcon",   "phi",         "phi3",        "starcoder2", "gpt_bigcode", "baichuan",
-      "internlm", "internlm2", "yi",       "deepseek",    "deepseek_v2", "deepseek_v3", "codegen",
-      "stablelm", "olmo",   "olmo2",       "cohere",      "mpt",       "gpt_neo",     "llava",
-      "qwen2_vl", "qwen2_5_vl", "mllama",  "bert",        "roberta",   "xlm-roberta", "deberta-v2",
-      "granite", "starcoder", "aquila",    "chatglm",     "glm",       "glm4",        NULL};
+      "llama",    "mistral",    "mixtral", "qwen2",    "qwen2_moe",   "qwen3",       "qwen3_moe",
+      "qwen",     "gemma",      "gemma2",  "gpt2",     "gpt_neox",    "gptj",        "opt",
+      "bloom",    "falcon",     "phi",     "phi3",     "starcoder2",  "gpt_bigcode", "baichuan",
+      "internlm", "internlm2",  "yi",      "deepseek", "deepseek_v2", "deepseek_v3", "codegen",
+      "stablelm", "olmo",       "olmo2",   "cohere",   "mpt",         "gpt_neo",     "llava",
+      "qwen2_vl", "qwen2_5_vl", "mllama",  "bert",     "roberta",     "xlm-roberta", "deberta-v2",
+      "granite",  "starcoder",  "aquila",  "chatglm",  "glm",         "glm4",        NULL};
   for (const char *const *k = t5; *k; k++)
     if (!strcmp(mt, *k)) {
       /* T5: num_layers encoder + num_decoder_layers decoder blocks, the
@@ -282,11 +282,11 @@ static void read_architecture(const json_t *root, const json_t *cfg, ddx_mem_mod
   for (const char *const *k = bart; *k; k++)
     if (!strcmp(mt, *k)) {
       static const char *const el[] = {"encoder_layers", NULL}, *const dl[] = {"decoder_layers",
-                                                                                 NULL};
+                                                                               NULL};
       static const char *const eh[] = {"encoder_attention_heads", NULL},
                                *const dh[] = {"decoder_attention_heads", NULL};
       static const char *const ef[] = {"encoder_ffn_dim", NULL}, *const df[] = {"decoder_ffn_dim",
-                                                                                 NULL};
+                                                                                NULL};
       if (jnum(cfg, el) > 0) m->layers = jnum(cfg, el);
       m->dec_layers = jnum(cfg, dl) > 0 ? jnum(cfg, dl) : m->layers;
       if (jnum(cfg, eh) > 0) m->heads = jnum(cfg, eh);
@@ -535,8 +535,8 @@ static void copy_trunc(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
-static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, ddx_mem_phase_t ph,
-                     const char *what, const char *formula, double lo, double hi, bool cpu) {
+static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, ddx_mem_phase_t ph, const char *what,
+                     const char *formula, double lo, double hi, bool cpu) {
   if (e->nterms == DDX_MEM_MAX_TERMS) return;
   if (hi < lo) {
     double t = hi;
@@ -619,12 +619,24 @@ static opt_kind_t optimizer_kind(const json_t *config, const char *optim) {
 
 /* Known --optim values (the HF Trainer's OptimizerNames that ddx models). */
 bool ddx_mem_optim_known(const char *optim) {
-  static const char *const names[] = {
-      "adamw_torch",      "adamw_torch_fused", "adamw_hf",          "adamw_apex_fused",
-      "adamw_bnb_8bit",   "adamw_8bit",        "paged_adamw_8bit",  "paged_adamw_32bit",
-      "adamw_anyprecision", "adafactor",       "sgd",               "lion_32bit",
-      "lion_8bit",        "paged_lion_32bit",  "paged_lion_8bit",   "adamw_torch_xla",
-      "adamw_torch_npu_fused", NULL};
+  static const char *const names[] = {"adamw_torch",
+                                      "adamw_torch_fused",
+                                      "adamw_hf",
+                                      "adamw_apex_fused",
+                                      "adamw_bnb_8bit",
+                                      "adamw_8bit",
+                                      "paged_adamw_8bit",
+                                      "paged_adamw_32bit",
+                                      "adamw_anyprecision",
+                                      "adafactor",
+                                      "sgd",
+                                      "lion_32bit",
+                                      "lion_8bit",
+                                      "paged_lion_32bit",
+                                      "paged_lion_8bit",
+                                      "adamw_torch_xla",
+                                      "adamw_torch_npu_fused",
+                                      NULL};
   for (const char *const *n = names; *n; n++)
     if (!strcmp(optim, *n)) return true;
   return false;
@@ -644,7 +656,7 @@ static double cross_attn_bytes(const ddx_mem_model_t *m, double sd, double se, d
   double h = m->hidden, a = m->dec_heads > 0 ? m->dec_heads : m->heads > 0 ? m->heads : h / 64;
   double hq = m->head_dim > 0 ? a * m->head_dim : h;
   bool drop = !m->no_dropout;
-  double rep = (m->rms_norm ? 6 : 2) * sd * b * h + 2 * sd * b * h; /* norm, Q input */
+  double rep = (m->rms_norm ? 6 : 2) * sd * b * h + 2 * sd * b * h;      /* norm, Q input */
   double part = 2 * sd * b * hq + 2 * 2 * se * b * hq + 2 * sd * b * hq; /* Q, K, V, out in */
   if (flash) {
     part += 4 * a * sd * b;
@@ -756,8 +768,9 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     if (stage == 2)
       out->ds_estimate = off_opt ? 2 * P : 4 * P + floor(16 * P / N);
     else if (stage == 3)
-      out->ds_estimate =
-          4 * lg + (off_param && off_opt ? 0 : off_opt ? floor(2 * P / N) : floor(18 * P / N));
+      out->ds_estimate = 4 * lg + (off_param && off_opt ? 0
+                                   : off_opt            ? floor(2 * P / N)
+                                                        : floor(18 * P / N));
   }
 
   /* --- model states, per rank: P over tp x pp, partitioned over N; the
@@ -834,15 +847,14 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   /* bf16 without ZeRO: BF16_Optimizer keeps fp32 gradient accumulators */
   if (stage == 0 && b_on) {
     snprintf(f, sizeof f, "4%s", T);
-    add_term(out, DDX_MEM_STEP, ALL, "fp32 gradient accumulators (BF16_Optimizer)", f,
-             4 * Ptr, 4 * Ptr, false);
+    add_term(out, DDX_MEM_STEP, ALL, "fp32 gradient accumulators (BF16_Optimizer)", f, 4 * Ptr,
+             4 * Ptr, false);
   }
   /* frozen copies of the model in the same process (DPO's reference
    * model): 16-bit weights, partitioned under ZeRO-3 */
   if (in->ref_models > 0) {
     double r = (double)in->ref_models, w = (mixed ? 2 : 4) * Pr / (stage == 3 ? N : 1);
-    snprintf(f, sizeof f, "%d x %g%s", in->ref_models, mixed ? 2.0 : 4.0,
-             stage == 3 ? "P/N" : "P");
+    snprintf(f, sizeof f, "%d x %g%s", in->ref_models, mixed ? 2.0 : 4.0, stage == 3 ? "P/N" : "P");
     add_term(out, DDX_MEM_MODEL_STATES, ALL, "frozen reference model weights", f, r * w, r * w,
              off_param);
   }
@@ -860,7 +872,10 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   bool step_on_gpu = !off_opt;
   bool fp32_copy = step_on_gpu && (stage > 0 || f_on);
   if (fp32_copy) {
-    snprintf(f, sizeof f, stage == 0 ? "4%s" : stage == 3 ? "4 x min(sub_group, %s/N)" : "4%s/N",
+    snprintf(f, sizeof f,
+             stage == 0   ? "4%s"
+             : stage == 3 ? "4 x min(sub_group, %s/N)"
+                          : "4%s/N",
              T);
     add_term(out, DDX_MEM_STEP, STEP, "fp32 gradient partition (optimizer step)", f, 4 * unit,
              4 * unit, false);
@@ -1071,8 +1086,8 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
       bsv = mb * sd * m->vocab / tpd;
       double lb = mixed ? 2 : 4;
       snprintf(f, sizeof f, "bsV x (12 .. %g)", 12 + lb);
-      add_term(out, DDX_MEM_LOGITS, FB, "logits + fp32 loss copies", f, bsv * 12,
-               bsv * (12 + lb), false);
+      add_term(out, DDX_MEM_LOGITS, FB, "logits + fp32 loss copies", f, bsv * 12, bsv * (12 + lb),
+               false);
     } else {
       add_missing(out, "vocab size");
     }
@@ -1113,8 +1128,8 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   if (in->reserve_fraction > 0) rf_lo = rf_hi = in->reserve_fraction;
   snprintf(f, sizeof f, "%g .. %g%% of the allocated peak", rf_lo * 100, rf_hi * 100);
   if (rf_lo == rf_hi) snprintf(f, sizeof f, "%g%% of the allocated peak", rf_hi * 100);
-  add_term(out, DDX_MEM_RUNTIME, ALL, "allocator reserve (fragmentation)", f,
-           out->alloc_lo * rf_lo, out->alloc_hi * rf_hi, false);
+  add_term(out, DDX_MEM_RUNTIME, ALL, "allocator reserve (fragmentation)", f, out->alloc_lo * rf_lo,
+           out->alloc_hi * rf_hi, false);
   out->reserved_lo = out->alloc_lo * (1 + rf_lo);
   out->reserved_hi = out->alloc_hi * (1 + rf_hi);
   double ctx_lo = 0.5 * GIB, ctx_hi = 1.0 * GIB;
@@ -1404,8 +1419,8 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
   ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "peak on the GPU (what nvidia-smi shows)",
                 "+ CUDA context", "", r);
   /* subtotals by group */
-  static const char *const gname[] = {"Model states per GPU", "activations", "logits",
-                                      "buffers",              "runtime",     "optimizer step"};
+  static const char *const gname[] = {
+      "Model states per GPU", "activations", "logits", "buffers", "runtime", "optimizer step"};
   bool first = true;
   for (int g = 0; g <= DDX_MEM_STEP; g++) {
     double lo = 0, hi = 0;
@@ -1452,8 +1467,7 @@ char *ddx_mem_markdown(const ddx_mem_estimate_t *e) {
   char ar[48], rr[48];
   gib_range(ar, sizeof ar, e->alloc_lo, e->alloc_hi);
   gib_range(rr, sizeof rr, e->reserved_lo, e->reserved_hi);
-  ddx_sb_printf(&b,
-                "\nAllocated peak %s GiB (%s phase), reserved %s GiB, nvidia-smi %s GiB.\n", ar,
+  ddx_sb_printf(&b, "\nAllocated peak %s GiB (%s phase), reserved %s GiB, nvidia-smi %s GiB.\n", ar,
                 e->peak_phase, rr, r);
   if (e->cpu_bytes > 0)
     ddx_sb_printf(&b, "\nHost memory (offloaded): %.2f GiB per rank.\n", e->cpu_bytes / GIB);
@@ -1475,7 +1489,8 @@ json_t *ddx_mem_json(const ddx_mem_estimate_t *e) {
   json_object_set_new(o, "headroom",
                       e->gpu_bytes > 0 ? json_real(e->gpu_bytes - e->peak_hi) : json_null());
   json_object_set_new(o, "cpu_bytes", json_real(e->cpu_bytes));
-  json_object_set_new(o, "allocated", json_pack("{s:f, s:f}", "lo", e->alloc_lo, "hi", e->alloc_hi));
+  json_object_set_new(o, "allocated",
+                      json_pack("{s:f, s:f}", "lo", e->alloc_lo, "hi", e->alloc_hi));
   json_object_set_new(o, "reserved",
                       json_pack("{s:f, s:f}", "lo", e->reserved_lo, "hi", e->reserved_hi));
   json_object_set_new(o, "nvidia_smi", json_pack("{s:f, s:f}", "lo", e->peak_lo, "hi", e->peak_hi));
@@ -1486,10 +1501,10 @@ json_t *ddx_mem_json(const ddx_mem_estimate_t *e) {
   for (size_t i = 0; i < e->nterms; i++) {
     const ddx_mem_term_t *t = &e->terms[i];
     static const char *const phj[] = {"all", "forward_backward", "optimizer_step"};
-    json_array_append_new(terms, json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b}", "what", t->what,
-                                           "formula", t->formula, "group", group_name(t->group),
-                                           "phase", phj[t->phase], "lo", t->lo, "hi", t->hi,
-                                           "cpu", t->cpu));
+    json_array_append_new(terms,
+                          json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b}", "what", t->what,
+                                    "formula", t->formula, "group", group_name(t->group), "phase",
+                                    phj[t->phase], "lo", t->lo, "hi", t->hi, "cpu", t->cpu));
   }
   json_object_set_new(o, "terms", terms);
   json_object_set_new(o, "config",
