@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: robustness golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
+.PHONY: eval-memory robustness golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -92,6 +92,7 @@ test-asan: build-asan
 # multi-rank logs.
 eval: build
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --markdown $(BUILD)/accuracy.md
+	$(PY) tests/memory/eval_reports.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0
 	$(PY) tests/corpus/damage.py $(BUILD)/ddx --markdown $(BUILD)/robustness.md
 
@@ -156,6 +157,11 @@ vsix: build build-arm64
 test-memory: build
 	PY=$(PY) bash tests/memory/cli.sh $(BUILD)/ddx
 	$(PY) tests/memory/measure.py $(BUILD)/ddx
+
+# ddx check-config's verdict on real runs from public threads (tests/memory/reports,
+# dev and held parts; docs/memory.md "Validation on real runs").
+eval-memory: build
+	$(PY) tests/memory/eval_reports.py $(BUILD)/ddx --verbose
 
 test: format-check test-unit test-asan fuzz-short test-vscode test-catalog test-memory
 	$(PY) tests/rules/test_catalog.py

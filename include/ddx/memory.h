@@ -49,6 +49,17 @@ typedef struct ddx_mem_model {
   bool softmax_fp32;     /* attention softmax upcast to fp32 (HF eager Llama-family) */
   double largest_module; /* params of the largest single module (ZeRO-3 gathers one at a time);
                             0: derived from the shape */
+  /* Architecture readers (docs/memory.md "Model configs"): */
+  double dec_layers;       /* encoder-decoder (T5, BART): decoder layers; layers = encoder layers */
+  double dec_heads;        /* decoder heads where they differ (BART); 0: heads */
+  double dec_intermediate; /* decoder FFN width where it differs; 0: intermediate */
+  bool classifier;         /* *ForSequenceClassification / *ForTokenClassification: no LM head */
+  double num_labels;       /* the classifier's outputs (2 when unsaid) */
+  double moe_intermediate; /* MoE expert width (Qwen2-MoE, DeepSeek); 0: intermediate */
+  double shared_intermediate; /* always-on shared expert width (Qwen2-MoE, DeepSeek) */
+  double dense_layers;        /* leading dense layers of a MoE (first_k_dense_replace) */
+  char arch[48];              /* the model_type as read ("llama", "t5", ...) */
+  char warning[160];          /* what the reader could not model ("" when read as documented) */
 } ddx_mem_model_t;
 
 /* Reads the shape from a Hugging Face config.json text (text_config of a
@@ -67,9 +78,17 @@ typedef struct ddx_mem_inputs {
   int64_t tp, pp, sp;        /* tensor / pipeline / sequence parallel sizes (0 = 1) */
   double gpu_bytes;          /* memory of one GPU (a flag, a setting or an OOM's total) */
   int flash_attention;       /* 1 yes (SDPA / FlashAttention), 0 no, -1 unknown: a range */
-  int checkpointing;         /* 1 full activation checkpointing, 0 none, -1 from the config
-                                (activation_checkpointing.partition_activations etc.) or
-                                unknown: a range */
+  int checkpointing;         /* 1 full activation checkpointing, 0 none, 2 Megatron's selective
+                                recompute (the attention core), -1 unknown: a range. The
+                                ds_config's activation_checkpointing block is never taken as
+                                "yes" (HF models ignore it) */
+  double target_len;         /* encoder-decoder: the decoder's length; 0: seq_len */
+  double trainable;          /* trainable parameters (LoRA, frozen layers); 0: all of them */
+  const char *optim;         /* the HF Trainer's --optim (client optimizer when the ds_config has
+                                no optimizer block): adamw_torch (default), adamw_torch_fused,
+                                adamw_apex_fused, adamw_bnb_8bit, adafactor, sgd, ...; NULL */
+  int ref_models;            /* frozen copies of the model in the same process (DPO's reference
+                                model: 1; PPO's reference + reward of the same shape: 2) */
   double cuda_context_bytes; /* 0: the default (stated in the term) */
   double reserve_fraction;   /* allocator reserve as a fraction of the peak; 0: default */
   const char *gpu_from, *model_from, *world_from; /* where facts came from, for messages */
@@ -80,16 +99,27 @@ typedef enum {
   DDX_MEM_ACTIVATIONS = 1,
   DDX_MEM_LOGITS = 2,
   DDX_MEM_BUFFERS = 3, /* reduce / allgather buckets, ZeRO-3 live params and prefetch */
-  DDX_MEM_RUNTIME = 4  /* CUDA context, allocator reserve */
+  DDX_MEM_RUNTIME = 4, /* CUDA context, allocator reserve */
+  DDX_MEM_STEP = 5     /* the optimizer step's fp32 gradients and temporaries */
 } ddx_mem_group_t;
 
-#define DDX_MEM_MAX_TERMS 24
+/* When a term is on the GPU: all along, or in one of the two phases that
+ * never coexist (activations are freed before the step). The allocated
+ * peak is the resident terms plus the larger phase. */
+typedef enum {
+  DDX_MEM_PHASE_ALL = 0,    /* resident: weights, gradients, optimizer states */
+  DDX_MEM_PHASE_FWDBWD = 1, /* forward/backward: activations, logits, buckets, ZeRO-3 gathers */
+  DDX_MEM_PHASE_STEP = 2    /* optimizer step: fp32 gradient partition, optimizer temporaries */
+} ddx_mem_phase_t;
+
+#define DDX_MEM_MAX_TERMS 32
 
 typedef struct ddx_mem_term {
   char what[64];    /* "fp32 Adam states (exp_avg, exp_avg_sq)" */
   char formula[64]; /* "8P/N" */
   double lo, hi;    /* bytes; lo == hi when exact */
   ddx_mem_group_t group;
+  ddx_mem_phase_t phase;
   bool cpu; /* lives in host memory (offloaded): not in the GPU peak */
 } ddx_mem_term_t;
 
@@ -113,9 +143,18 @@ typedef struct ddx_mem_estimate {
   int64_t dp; /* the data-parallel size used for ZeRO partitioning */
   ddx_mem_term_t terms[DDX_MEM_MAX_TERMS];
   size_t nterms;
-  double peak_lo, peak_hi; /* bytes on the GPU, the sum of the GPU terms */
-  double cpu_bytes;        /* offloaded bytes per rank */
-  double gpu_bytes;        /* the GPU's memory, 0 when unknown */
+  /* The three quantities, each [lo, hi] bytes: the allocated peak
+   * (torch.cuda.max_memory_allocated: resident + the larger phase), the
+   * reserved peak (max_memory_reserved: + the caching allocator's reserve)
+   * and what nvidia-smi shows (+ the CUDA context). peak_* is the last one,
+   * the quantity the verdict compares with the GPU. */
+  double alloc_lo, alloc_hi, reserved_lo, reserved_hi;
+  double peak_lo, peak_hi;
+  const char *peak_phase; /* "forward/backward" or "optimizer step" (at the high bound) */
+  double ds_estimate;     /* DeepSpeed's estimate_zero2/3_model_states_mem_needs (all live)
+                             for this config, per GPU; 0 when it has none (stage 0/1) */
+  double cpu_bytes;       /* offloaded bytes per rank */
+  double gpu_bytes;       /* the GPU's memory, 0 when unknown */
   ddx_mem_verdict_t verdict;
 } ddx_mem_estimate_t;
 
@@ -124,6 +163,10 @@ typedef struct ddx_mem_estimate {
  * when config is not an object. */
 int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_estimate_t *out,
                      ddx_error_t *err);
+
+/* True when optim is a HF Trainer --optim value the model knows
+ * (adamw_torch, adamw_torch_fused, adamw_bnb_8bit, adafactor, ...). */
+bool ddx_mem_optim_known(const char *optim);
 
 /* A ds_config text as DeepSpeed reads it (hjson: // and block comments, # lines and
  * trailing commas accepted) into a new JSON reference; NULL with err

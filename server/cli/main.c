@@ -3,6 +3,7 @@
  * it owns argument parsing, finding the catalog and exit codes:
  * 0 no error-severity failure, 1 a failure found, 2 usage or input error. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <limits.h>
@@ -606,9 +607,12 @@ static int cc_model(const char *path, ddx_mem_inputs_t *in, char *how, size_t ho
   bool ok = ddx_mem_model_from_hf(text, len, &m, how, howcap);
   free(text);
   if (!ok) {
-    cli_say(stderr,
-            "ddx: %s: no model shape (hidden_size, num_hidden_layers) or num_parameters in it\n",
-            path);
+    if (how[0])
+      cli_say(stderr, "ddx: %s: %s\n", path, how);
+    else
+      cli_say(stderr,
+              "ddx: %s: no model shape (hidden_size, num_hidden_layers) or num_parameters in it\n",
+              path);
     return 2;
   }
   double given = in->model.params;
@@ -642,11 +646,34 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
       if (!cc_yesno(argv[++i], &mi.flash_attention))
         return usage("--flash-attention needs yes or no");
     } else if (!strcmp(a, "--checkpointing") && has) {
-      if (!cc_yesno(argv[++i], &mi.checkpointing)) return usage("--checkpointing needs yes or no");
+      if (!strcmp(argv[i + 1], "selective")) {
+        mi.checkpointing = 2; /* Megatron's --recompute-granularity selective */
+        i++;
+      } else if (!cc_yesno(argv[++i], &mi.checkpointing)) {
+        return usage("--checkpointing needs yes, no or selective");
+      }
+    } else if (!strcmp(a, "--target-len") && has) {
+      int64_t n;
+      if (!cc_int(argv[++i], &n)) return usage("--target-len needs a positive integer (512)");
+      mi.target_len = (double)n;
+    } else if (!strcmp(a, "--trainable") && has) {
+      if (!cc_count(argv[++i], &mi.trainable))
+        return usage("--trainable needs a parameter count (4.2M, 20e6)");
+    } else if (!strcmp(a, "--optim") && has) {
+      mi.optim = argv[++i];
+      if (!ddx_mem_optim_known(mi.optim))
+        return usage("--optim: not a HF Trainer optimizer ddx models (adamw_torch, "
+                     "adamw_torch_fused, adamw_hf, adamw_apex_fused, adamw_bnb_8bit, "
+                     "paged_adamw_8bit, adafactor, sgd, lion_32bit, lion_8bit, ...)");
+    } else if (!strcmp(a, "--ref-models") && has) {
+      int64_t n;
+      if (!cc_int(argv[++i], &n) || n > 8)
+        return usage("--ref-models needs a count of frozen model copies (1 for DPO)");
+      mi.ref_models = (int)n;
     } else if (!strcmp(a, "--cuda-context") && has) {
       char *e;
       double g = strtod(argv[++i], &e);
-      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0))
+      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0) || !isfinite(g) || g > 64)
         return usage("--cuda-context needs GiB (0.8)");
       mi.cuda_context_bytes = g * 1024.0 * 1024.0 * 1024.0;
     } else if (!strcmp(a, "--reserve") && has) {
@@ -666,8 +693,9 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
     } else if (!strcmp(a, "--gpu-memory") && has) {
       char *e;
       double g = strtod(argv[++i], &e);
-      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0))
-        return usage("--gpu-memory needs GiB (80)");
+      if ((*e && strcasecmp(e, "GiB") && strcasecmp(e, "G")) || !(g > 0) || !isfinite(g) ||
+          g > 16384)
+        return usage("--gpu-memory needs a finite size in GiB (80)");
       facts.gpu_total_bytes = g * 1024.0 * 1024.0 * 1024.0;
       facts.gpu_from = "--gpu-memory";
     } else if (!strcmp(a, "--format") && has) {
@@ -685,8 +713,17 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
   if (!file) return usage("check-config needs a ds_config.json");
   if (strcmp(format, "text") && strcmp(format, "json"))
     return usage("--format must be text or json");
-  char how[192] = "";
+  char how[256] = "";
   mi.model.params = facts.params;
+  /* the parallel layout: every rank in a tp x pp group */
+  int64_t mp = (mi.tp > 0 ? mi.tp : 1) * (mi.pp > 0 ? mi.pp : 1);
+  if (facts.dp_world_size > 0 && facts.dp_world_size % (mp * (mi.sp > 0 ? mi.sp : 1)) != 0) {
+    cli_say(stderr,
+            "ddx: --world-size %lld is not a multiple of --tp x --pp x --sp = %lld: no layout "
+            "has that many ranks\n",
+            (long long)facts.dp_world_size, (long long)(mp * (mi.sp > 0 ? mi.sp : 1)));
+    return 2;
+  }
   if (model) {
     int mrc = cc_model(model, &mi, how, sizeof how);
     if (mrc) return mrc;
@@ -694,16 +731,44 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
       facts.params = mi.model.params;
       facts.params_from = model;
     }
+    const ddx_mem_model_t *mm = &mi.model;
+    if (mi.tp > 1 && mm->heads > 0 && fmod(mm->heads, (double)mi.tp) != 0) {
+      cli_say(stderr, "ddx: --tp %lld does not divide the model's %g attention heads\n",
+              (long long)mi.tp, mm->heads);
+      return 2;
+    }
+    if (mi.tp > 1 && mm->kv_heads > 0 && mm->kv_heads < mi.tp &&
+        fmod((double)mi.tp, mm->kv_heads) != 0) {
+      cli_say(stderr, "ddx: --tp %lld and the model's %g key/value heads do not divide\n",
+              (long long)mi.tp, mm->kv_heads);
+      return 2;
+    }
+    if (mi.pp > 1 && mm->layers > 0 && (double)mi.pp > mm->layers + mm->dec_layers) {
+      cli_say(stderr, "ddx: --pp %lld is more pipeline stages than the model's %g layers\n",
+              (long long)mi.pp, mm->layers + mm->dec_layers);
+      return 2;
+    }
+    if (mm->warning[0]) cli_say(stderr, "ddx: %s: %s\n", model, mm->warning);
+  }
+  if (mi.target_len > 0 && !(mi.model.dec_layers > 0)) {
+    cli_say(stderr, "ddx: --target-len is the decoder's length of an encoder-decoder model (T5, "
+                    "BART); this model has no decoder stack\n");
+    return 2;
+  }
+  if (mi.trainable > 0 && mi.model.params > 0 && mi.trainable > mi.model.params) {
+    cli_say(stderr, "ddx: --trainable %.4g is more than the model's %.4g parameters\n",
+            mi.trainable, mi.model.params);
+    return 2;
   }
   mi.world_size = facts.dp_world_size;
   mi.gpu_bytes = facts.gpu_total_bytes;
   mi.model_from = model ? model : facts.params_from;
   mi.world_from = facts.world_from;
   mi.gpu_from = facts.gpu_from;
-  /* dscheck's batch check wants the data-parallel size */
-  int64_t mp = (mi.tp > 0 ? mi.tp : 1) * (mi.pp > 0 ? mi.pp : 1);
-  if (facts.dp_world_size > 0 && mp > 1)
-    facts.dp_world_size = facts.dp_world_size / mp > 0 ? facts.dp_world_size / mp : 1;
+  /* dscheck's batch check and memory warning want the data-parallel size
+   * and the model-parallel split of P */
+  if (facts.dp_world_size > 0 && mp > 1) facts.dp_world_size = facts.dp_world_size / mp;
+  facts.model_parallel = mp;
   char spath[PATH_MAX + 32];
   if (!schema) {
     snprintf(spath, sizeof spath, "%s/ds_config.schema.json",
@@ -901,11 +966,13 @@ static const struct cli_command {
     {"check-config", cmd_check_config,
      "  check-config FILE [--params N] [--world-size N] [--gpu-memory GiB] [--format text|json]\n"
      "               [--model config.json] [--seq-len S] [--micro-batch B] [--tp N] [--pp N]\n"
-     "               [--sp N] [--flash-attention yes|no] [--checkpointing yes|no]\n"
-     "               [--cuda-context GiB] [--reserve FRACTION]\n"
+     "               [--sp N] [--flash-attention yes|no] [--checkpointing yes|no|selective]\n"
+     "               [--cuda-context GiB] [--reserve FRACTION] [--optim NAME]\n"
+     "               [--trainable N] [--target-len S] [--ref-models N]\n"
      "      check a DeepSpeed ds_config.json; exit 0: clean, 1: errors found, 2: unreadable;\n"
      "      with --model (a Hugging Face config.json) or --params: the peak memory per GPU as\n"
-     "      terms (model states, activations, logits, buffers, runtime) and \"OOM predicted\",\n"
+     "      terms (model states, activations, logits, buffers, optimizer step, runtime), the\n"
+     "      allocated / reserved / nvidia-smi peaks and \"OOM predicted\",\n"
      "      \"tight\" or \"fits, N GiB headroom\" against --gpu-memory (docs/memory.md)\n"},
     {"version", cmd_version, "  version                   print the version\n"},
     {"--version", cmd_version, NULL},

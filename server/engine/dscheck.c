@@ -868,9 +868,14 @@ static void ds_memory(const dk_node_t *root, const ddx_dscheck_facts_t *f,
              ds_enabled(dk_member(root, "amp"));
   const dk_node_t *z = dk_member(root, "zero_optimization");
   const dk_node_t *oo = dk_member(z, "offload_optimizer"), *op = dk_member(z, "offload_param");
-  m->off_opt = stage >= 1 && ds_offloading(oo);
-  m->off_param = stage == 3 && ds_offloading(op);
-  double P = m->params, N = (double)m->n;
+  /* the legacy booleans: cpu_offload (offload_optimizer to cpu) and
+   * cpu_offload_params (offload_param to cpu) */
+  const dk_node_t *lco = dk_member(z, "cpu_offload"), *lcp = dk_member(z, "cpu_offload_params");
+  m->off_opt = stage >= 1 && (ds_offloading(oo) || (!oo && lco && lco->kind == DDX_JP_TRUE));
+  m->off_param = stage == 3 && (ds_offloading(op) || (!op && lcp && lcp->kind == DDX_JP_TRUE));
+  /* each rank holds its tensor/pipeline slice of the model */
+  double mp = f->model_parallel > 1 ? (double)f->model_parallel : 1;
+  double P = m->params / mp, N = (double)m->n;
   double w = m->mixed ? 2 : 4, g = m->mixed ? 2 : 4, o = m->mixed ? 12 : 8;
   const char *prec = m->mixed ? "16-bit" : "fp32";
   char what[64], fo[24];

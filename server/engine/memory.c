@@ -125,23 +125,49 @@ static double jnum(const json_t *o, const char *const *keys) {
   return 0;
 }
 
+/* The MLP of one layer: dense (gated: 3 matrices, else 2), or MoE: every
+ * expert's MLP at the expert width, the router (h x experts) and the
+ * always-on shared expert. */
+static double mlp_params(const ddx_mem_model_t *m, bool dense) {
+  double h = m->hidden, inter = m->intermediate > 0 ? m->intermediate : 4 * h;
+  double per = m->gated_mlp ? 3 : 2;
+  if (dense || !(m->experts > 0)) return per * h * inter;
+  double ew = m->moe_intermediate > 0 ? m->moe_intermediate : inter;
+  return per * h * ew * m->experts + h * m->experts + per * h * m->shared_intermediate;
+}
+
+/* Self-attention parameters: Q and O at heads x head_dim, K and V at
+ * kv_heads x head_dim (Gemma, Mistral-Nemo, T5: heads x head_dim != h). */
+static double attn_params(const ddx_mem_model_t *m, double heads) {
+  double h = m->hidden, a = heads > 0 ? heads : 1;
+  double kv = m->kv_heads > 0 && heads == m->heads ? m->kv_heads : a;
+  double hd = m->head_dim > 0 ? m->head_dim : h / a;
+  return 2 * h * a * hd + 2 * h * kv * hd;
+}
+
 /* Per-layer parameters of the shape (attention + MLP, experts counted). */
 static double layer_params(const ddx_mem_model_t *m) {
-  double h = m->hidden, a = m->heads > 0 ? m->heads : 1;
-  double kv = m->kv_heads > 0 ? m->kv_heads : a;
-  double inter = m->intermediate > 0 ? m->intermediate : 4 * h;
-  double hd = m->head_dim > 0 ? m->head_dim : h / a; /* Gemma, Mistral-Nemo: a*hd != h */
-  double attn = 2 * h * a * hd + 2 * h * kv * hd;
-  double mlp = (m->gated_mlp ? 3 : 2) * h * inter;
-  if (m->experts > 0) mlp = mlp * m->experts + h * m->experts;
-  return attn + mlp + 4 * h;
+  return attn_params(m, m->heads) + mlp_params(m, false) + 4 * m->hidden;
 }
 
 static double model_params(const ddx_mem_model_t *m) {
   if (m->params > 0) return m->params;
   if (!(m->hidden > 0 && m->layers > 0)) return 0;
-  double emb = m->vocab * m->hidden * (m->tied ? 1 : 2);
-  return m->layers * layer_params(m) + emb;
+  double h = m->hidden;
+  /* the input embedding, and the LM head unless tied or a classifier */
+  double emb = m->vocab * h * (m->tied || m->classifier ? 1 : 2);
+  if (m->classifier) emb += h * (m->num_labels > 0 ? m->num_labels : 2);
+  double dense = m->dense_layers > 0 && m->dense_layers < m->layers ? m->dense_layers : 0;
+  double body = (m->layers - dense) * layer_params(m) +
+                dense * (attn_params(m, m->heads) + mlp_params(m, true) + 4 * h);
+  if (m->dec_layers > 0) {
+    /* encoder-decoder: the decoder's self-attention, cross-attention and FFN */
+    ddx_mem_model_t d = *m;
+    if (m->dec_intermediate > 0) d.intermediate = m->dec_intermediate;
+    double dh = m->dec_heads > 0 ? m->dec_heads : m->heads;
+    body += m->dec_layers * (2 * attn_params(&d, dh) + mlp_params(&d, true) + 6 * h);
+  }
+  return body + emb;
 }
 
 static double largest_module(const ddx_mem_model_t *m) {
@@ -151,6 +177,155 @@ static double largest_module(const ddx_mem_model_t *m) {
   if (m->vocab * h > big) big = m->vocab * h;
   if (h * h > big) big = h * h;
   return big;
+}
+
+/* A number field present in o as zero, negative, fractional or not a
+ * number (null is "unset"): its name into bad. */
+static bool bad_field(const json_t *o, const char *const *keys, char *bad, size_t cap) {
+  for (; *keys; keys++) {
+    const json_t *v = json_object_get(o, *keys);
+    if (!v || json_is_null(v)) continue;
+    double d = json_is_number(v) ? json_number_value(v) : -1;
+    if (!(d > 0) || d != floor(d) || d > 1e9) {
+      char *t = json_dumps(v, JSON_ENCODE_ANY);
+      snprintf(bad, cap, "%s is %.40s", *keys, t ? t : "?");
+      free(t);
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool str_ends(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* What the architecture changes beyond the shared fields (docs/memory.md,
+ * "Model configs"): encoder-decoder stacks (T5, BART), Qwen v1's doubled
+ * intermediate_size, classification heads, MoE widths; an architecture
+ * ddx does not read by name gets a warning, a field that makes no shape
+ * an error (warning "!..."). */
+static void read_architecture(const json_t *root, const json_t *cfg, ddx_mem_model_t *m) {
+  static const char *const shape_keys[] = {"hidden_size",
+                                           "n_embd",
+                                           "d_model",
+                                           "num_hidden_layers",
+                                           "n_layer",
+                                           "num_layers",
+                                           "num_attention_heads",
+                                           "n_head",
+                                           "num_heads",
+                                           "num_key_value_heads",
+                                           "intermediate_size",
+                                           "vocab_size",
+                                           "head_dim",
+                                           "d_kv",
+                                           "d_ff",
+                                           "num_decoder_layers",
+                                           "encoder_layers",
+                                           "decoder_layers",
+                                           NULL};
+  char bad[96];
+  if (bad_field(cfg, shape_keys, bad, sizeof bad)) {
+    snprintf(m->warning, sizeof m->warning, "!%s: not a positive integer, so no shape", bad);
+    return;
+  }
+  const char *mt = json_string_value(json_object_get(cfg, "model_type"));
+  if (!mt) mt = json_string_value(json_object_get(root, "model_type"));
+  snprintf(m->arch, sizeof m->arch, "%s", mt ? mt : "");
+  const json_t *archs = json_object_get(root, "architectures");
+  const char *a0 = json_string_value(json_array_get(archs, 0));
+  if (a0 && (str_ends(a0, "ForSequenceClassification") || str_ends(a0, "ForTokenClassification") ||
+             str_ends(a0, "ForQuestionAnswering"))) {
+    /* a score head of num_labels outputs instead of the LM head: no
+     * vocabulary logits (reward and value models too) */
+    m->classifier = true;
+    const json_t *id2 = json_object_get(root, "id2label");
+    m->num_labels = json_is_object(id2) ? (double)json_object_size(id2) : 0;
+    if (!(m->num_labels > 0)) {
+      static const char *const nl[] = {"num_labels", NULL};
+      m->num_labels = jnum(root, nl);
+    }
+    if (!(m->num_labels > 0)) m->num_labels = 2;
+  }
+  if (!mt) {
+    snprintf(m->warning, sizeof m->warning,
+             "no model_type: read as a decoder-only transformer; check the parameter count");
+    return;
+  }
+  static const char *const t5[] = {"t5", "mt5", "umt5", "longt5", NULL};
+  static const char *const bart[] = {"bart",   "mbart",      "marian",  "pegasus",
+                                     "plbart", "blenderbot", "m2m_100", NULL};
+  static const char *const known[] = {
+      "llama",    "mistral",    "mixtral", "qwen2",    "qwen2_moe",   "qwen3",       "qwen3_moe",
+      "qwen",     "gemma",      "gemma2",  "gpt2",     "gpt_neox",    "gptj",        "opt",
+      "bloom",    "falcon",     "phi",     "phi3",     "starcoder2",  "gpt_bigcode", "baichuan",
+      "internlm", "internlm2",  "yi",      "deepseek", "deepseek_v2", "deepseek_v3", "codegen",
+      "stablelm", "olmo",       "olmo2",   "cohere",   "mpt",         "gpt_neo",     "llava",
+      "qwen2_vl", "qwen2_5_vl", "mllama",  "bert",     "roberta",     "xlm-roberta", "deberta-v2",
+      "granite",  "starcoder",  "aquila",  "chatglm",  "glm",         "glm4",        NULL};
+  for (const char *const *k = t5; *k; k++)
+    if (!strcmp(mt, *k)) {
+      /* T5: num_layers encoder + num_decoder_layers decoder blocks, the
+       * attention width heads x d_kv (t5-3b: 32 x 128 = 4096 on d_model
+       * 1024), T5LayerNorm (RMS in fp32), softmax(scores.float()) */
+      static const char *const dl[] = {"num_decoder_layers", "num_layers", NULL};
+      static const char *const dkv[] = {"d_kv", NULL};
+      m->dec_layers = jnum(cfg, dl);
+      double dk = jnum(cfg, dkv);
+      m->head_dim = dk > 0 && m->heads > 0 && dk * m->heads != m->hidden ? dk : 0;
+      m->kv_heads = 0;
+      m->rms_norm = m->softmax_fp32 = true;
+      return;
+    }
+  for (const char *const *k = bart; *k; k++)
+    if (!strcmp(mt, *k)) {
+      static const char *const el[] = {"encoder_layers", NULL}, *const dl[] = {"decoder_layers",
+                                                                               NULL};
+      static const char *const eh[] = {"encoder_attention_heads", NULL},
+                               *const dh[] = {"decoder_attention_heads", NULL};
+      static const char *const ef[] = {"encoder_ffn_dim", NULL}, *const df[] = {"decoder_ffn_dim",
+                                                                                NULL};
+      if (jnum(cfg, el) > 0) m->layers = jnum(cfg, el);
+      m->dec_layers = jnum(cfg, dl) > 0 ? jnum(cfg, dl) : m->layers;
+      if (jnum(cfg, eh) > 0) m->heads = jnum(cfg, eh);
+      m->dec_heads = jnum(cfg, dh);
+      if (jnum(cfg, ef) > 0) m->intermediate = jnum(cfg, ef);
+      m->dec_intermediate = jnum(cfg, df);
+      m->kv_heads = 0;
+      return;
+    }
+  if (!strcmp(mt, "qwen")) {
+    /* Qwen v1 (QWenMLP): w1 and w2 are hidden x intermediate_size / 2,
+     * c_proj intermediate_size / 2 x hidden: a SwiGLU of half the field;
+     * RMSNorm (layer_norm_epsilon) */
+    if (m->intermediate > 0) m->intermediate /= 2;
+    m->gated_mlp = m->rms_norm = m->softmax_fp32 = m->no_dropout = true;
+    return;
+  }
+  static const char *const moe_w[] = {"moe_intermediate_size", NULL};
+  if (m->experts > 0) {
+    m->moe_intermediate = jnum(cfg, moe_w);
+    static const char *const sh[] = {"shared_expert_intermediate_size", NULL};
+    static const char *const nsh[] = {"n_shared_experts", NULL};
+    static const char *const fk[] = {"first_k_dense_replace", NULL};
+    m->shared_intermediate = jnum(cfg, sh);
+    if (!(m->shared_intermediate > 0) && jnum(cfg, nsh) > 0)
+      m->shared_intermediate = jnum(cfg, nsh) * m->moe_intermediate;
+    m->dense_layers = jnum(cfg, fk);
+  }
+  if (json_object_get(cfg, "kv_lora_rank") && json_is_number(json_object_get(cfg, "kv_lora_rank")))
+    snprintf(m->warning, sizeof m->warning,
+             "%s: multi-head latent attention counted as plain attention (parameters and "
+             "activations approximate; --params sharpens it)",
+             mt);
+  for (const char *const *k = known; *k; k++)
+    if (!strcmp(mt, *k)) return;
+  snprintf(m->warning, sizeof m->warning,
+           "model_type \"%.40s\" is not one ddx reads by name: read as a decoder-only "
+           "transformer; check the parameter count",
+           mt);
 }
 
 bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, char *how,
@@ -163,8 +338,9 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
     return false;
   }
   static const char *const count_keys[] = {"num_parameters", "n_params", "num_params", NULL};
-  static const char *const hk[] = {"hidden_size", "n_embd", "d_model", "dim", NULL};
-  static const char *const lk[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
+  static const char *const hk[] = {"hidden_size", "n_embd", "d_model", "dim", "n_embed", NULL};
+  static const char *const lk[] = {"num_hidden_layers", "n_layer",        "num_layers",
+                                   "n_layers",          "encoder_layers", NULL};
   static const char *const vk[] = {"vocab_size", "padded_vocab_size", NULL};
   static const char *const ik[] = {"intermediate_size", "n_inner", "ffn_dim",
                                    "ffn_hidden_size",   "d_ff",    NULL};
@@ -227,15 +403,27 @@ bool ddx_mem_model_from_hf(const char *json, size_t len, ddx_mem_model_t *out, c
       }
       out->no_dropout = any ? !positive : out->rms_norm;
       out->softmax_fp32 = out->rms_norm;
+      read_architecture(root, cfg, out);
+      if (out->warning[0] == '!') { /* a field that makes no shape */
+        if (how) snprintf(how, howcap, "%s", out->warning + 1);
+        json_decref(root);
+        return false;
+      }
       out->params = given;
       if (!(out->params > 0)) out->params = model_params(out);
-      if (how)
+      if (how) {
+        char dec[48] = "";
+        if (out->dec_layers > 0) snprintf(dec, sizeof dec, " + %g decoder", out->dec_layers);
         snprintf(how, howcap,
-                 "%s%s: h %g, %g layers, %g heads (%g kv), intermediate %g, vocab %g%s%s",
-                 given > 0 ? "num_parameters; shape" : "shape", pass ? " (text_config)" : "", h, l,
-                 out->heads, out->kv_heads > 0 ? out->kv_heads : out->heads,
-                 out->intermediate > 0 ? out->intermediate : 4 * h, out->vocab,
-                 out->gated_mlp ? ", gated MLP" : "", out->experts > 0 ? ", MoE" : "");
+                 "%s%s%s%s: h %g, %g layers%s, %g heads (%g kv), intermediate %g, vocab %g%s%s%s, "
+                 "%.3gB parameters",
+                 given > 0 ? "num_parameters; shape" : "shape", pass ? " (text_config)" : "",
+                 out->arch[0] ? " of " : "", out->arch, out->hidden, out->layers, dec, out->heads,
+                 out->kv_heads > 0 ? out->kv_heads : out->heads,
+                 out->intermediate > 0 ? out->intermediate : 4 * out->hidden, out->vocab,
+                 out->gated_mlp ? ", gated MLP" : "", out->experts > 0 ? ", MoE" : "",
+                 out->classifier ? ", classifier head" : "", out->params / 1e9);
+      }
       ok = true;
     }
     cfg = json_object_get(root, "text_config");
@@ -321,7 +509,13 @@ double ddx_mem_layer_activation_bytes(const ddx_mem_model_t *m, double s, double
   /* MLP */
   rep += 2 * sbh;
   double mlp = (m->gated_mlp ? 8 : 4) * sb * inter;
-  if (m->experts > 0 && m->experts_per_token > 1) mlp *= m->experts_per_token;
+  if (m->experts > 0) {
+    /* each token through experts_per_token experts of the expert width,
+     * and the shared expert */
+    double ew = m->moe_intermediate > 0 ? m->moe_intermediate : inter;
+    double k = m->experts_per_token > 0 ? m->experts_per_token : 1;
+    mlp = (m->gated_mlp ? 8 : 4) * sb * (ew * k + m->shared_intermediate);
+  }
   part += mlp;
   if (drop) rep += sbh;
   return (sequence_parallel ? rep / tp : rep) + part / tp;
@@ -341,7 +535,7 @@ static void copy_trunc(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
-static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, const char *what,
+static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, ddx_mem_phase_t ph, const char *what,
                      const char *formula, double lo, double hi, bool cpu) {
   if (e->nterms == DDX_MEM_MAX_TERMS) return;
   if (hi < lo) {
@@ -354,6 +548,7 @@ static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, const char *what,
   t->lo = lo;
   t->hi = hi;
   t->group = g;
+  t->phase = ph;
   t->cpu = cpu;
 }
 
@@ -362,53 +557,115 @@ static void add_missing(ddx_mem_estimate_t *e, const char *what) {
   snprintf(e->missing + n, sizeof e->missing - n, "%s%s", n ? ", " : "", what);
 }
 
-/* Optimizer state bytes per parameter beyond the weights and gradients
- * (with mixed precision the fp32 master copy, 4, is added by the caller):
- * Adam/AdamW/Lamb exp_avg + exp_avg_sq 8; SGD with momentum 4 (without 0);
- * Adagrad the running sum of squares 4; Lion exp_avg 4; 8-bit Adam
- * (bitsandbytes) two 1-byte states 2. */
-static double optimizer_states(const json_t *config, const char **name) {
+/* The optimizer as it runs on the GPU: the bytes of state per trainable
+ * parameter beyond the weights and gradients (the fp32 master copy, 4 with
+ * mixed precision, is added by the caller) and the temporaries its step
+ * allocates per parameter of the unit it steps at once (docs/memory.md,
+ * "The optimizer step"). */
+typedef struct {
+  const char *name;
+  double states;           /* bytes per trainable parameter */
+  double temp_lo, temp_hi; /* bytes per parameter of the stepped unit */
+  bool assumed;            /* not said by the config nor by --optim */
+} opt_kind_t;
+
+static void lower(char *t, size_t cap, const char *s) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < cap; i++)
+    t[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+  t[i] = 0;
+}
+
+/* DeepSpeed builds the optimizer of an `optimizer` block itself: Adam and
+ * AdamW are FusedAdam (one multi-tensor kernel, no temporaries) unless
+ * "torch_adam": true; Lamb FusedLamb; Lion FusedLion; 8-bit types
+ * bitsandbytes' kernels. Without the block the client's optimizer runs
+ * (the HF Trainer's --optim; default adamw_torch: torch.optim.AdamW, whose
+ * foreach step (torch >= 2.0 on CUDA) allocates exp_avg_sq.sqrt() once per
+ * parameter: 4 bytes; adamw_hf's p.add(p * -lr*wd) and denom 4 .. 8). */
+static opt_kind_t optimizer_kind(const json_t *config, const char *optim) {
   const json_t *opt = json_object_get(config, "optimizer");
   const char *type = json_string_value(json_object_get(opt, "type"));
-  if (!type) {
-    *name = "adamw"; /* HF Trainer's default client optimizer */
-    return 8;
-  }
   char t[48];
-  size_t i = 0;
-  for (; type[i] && i + 1 < sizeof t; i++)
-    t[i] = (char)(type[i] >= 'A' && type[i] <= 'Z' ? type[i] + 32 : type[i]);
-  t[i] = 0;
-  if (strstr(t, "8bit") || strstr(t, "bnb")) {
-    *name = "8bit-adam";
-    return 2;
+  if (type) {
+    lower(t, sizeof t, type);
+    bool torch_adam = json_is_true(cfg_at(opt, "params.torch_adam"));
+    if (strstr(t, "8bit") || strstr(t, "bnb")) return (opt_kind_t){"8bit-adam", 2, 0, 0, false};
+    if (strstr(t, "sgd")) {
+      double mom = num_or(cfg_at(opt, "params.momentum"), 0);
+      return (opt_kind_t){"sgd", mom > 0 ? 4 : 0, 0, 4, false};
+    }
+    if (strstr(t, "adagrad")) return (opt_kind_t){"adagrad", 4, 4, 4, false};
+    if (strstr(t, "lion")) return (opt_kind_t){"lion", 4, 0, 0, false};
+    if (strstr(t, "lamb")) return (opt_kind_t){"lamb", 8, 0, 0, false};
+    if (strstr(t, "adamw"))
+      return (opt_kind_t){"adamw", 8, torch_adam ? 4 : 0, torch_adam ? 4 : 0, false};
+    if (strstr(t, "adam"))
+      return (opt_kind_t){"adam", 8, torch_adam ? 4 : 0, torch_adam ? 4 : 0, false};
+    return (opt_kind_t){"unknown", 8, 0, 4, true};
   }
-  if (strstr(t, "sgd")) {
-    *name = "sgd";
-    return num_or(cfg_at(opt, "params.momentum"), 0) > 0 ? 4 : 0;
-  }
-  if (strstr(t, "adagrad")) {
-    *name = "adagrad";
-    return 4;
-  }
-  if (strstr(t, "lion")) {
-    *name = "lion";
-    return 4;
-  }
-  if (strstr(t, "adamw")) {
-    *name = "adamw";
-    return 8;
-  }
-  if (strstr(t, "adam") || strstr(t, "lamb")) {
-    *name = strstr(t, "lamb") ? "lamb" : "adam";
-    return 8;
-  }
-  *name = "unknown";
-  return 8;
+  lower(t, sizeof t, optim ? optim : "adamw_torch");
+  if (strstr(t, "8bit") && strstr(t, "lion")) return (opt_kind_t){"lion-8bit", 1, 0, 0, false};
+  if (strstr(t, "8bit")) return (opt_kind_t){"8bit-adam", 2, 0, 0, false};
+  if (strstr(t, "lion")) return (opt_kind_t){"lion", 4, 0, 0, false};
+  if (strstr(t, "adafactor")) /* factored second moment: rows + columns */
+    return (opt_kind_t){"adafactor", 0, 4, 8, false};
+  if (strstr(t, "sgd")) return (opt_kind_t){"sgd", 0, 0, 0, false};
+  if (strstr(t, "fused") || strstr(t, "apex") || strstr(t, "paged") || strstr(t, "bnb"))
+    return (opt_kind_t){"adamw (fused)", 8, 0, 0, false};
+  if (!strcmp(t, "adamw_hf")) return (opt_kind_t){"adamw (hf)", 8, 4, 8, false};
+  return (opt_kind_t){"adamw (torch)", 8, 4, 4, !optim};
+}
+
+/* Known --optim values (the HF Trainer's OptimizerNames that ddx models). */
+bool ddx_mem_optim_known(const char *optim) {
+  static const char *const names[] = {"adamw_torch",
+                                      "adamw_torch_fused",
+                                      "adamw_hf",
+                                      "adamw_apex_fused",
+                                      "adamw_bnb_8bit",
+                                      "adamw_8bit",
+                                      "paged_adamw_8bit",
+                                      "paged_adamw_32bit",
+                                      "adamw_anyprecision",
+                                      "adafactor",
+                                      "sgd",
+                                      "lion_32bit",
+                                      "lion_8bit",
+                                      "paged_lion_32bit",
+                                      "paged_lion_8bit",
+                                      "adamw_torch_xla",
+                                      "adamw_torch_npu_fused",
+                                      NULL};
+  for (const char *const *n = names; *n; n++)
+    if (!strcmp(optim, *n)) return true;
+  return false;
 }
 
 static void fmt_coef(char *out, size_t cap, double c, const char *suffix) {
   snprintf(out, cap, "%g%s", c, suffix);
+}
+
+/* Cross-attention of an encoder-decoder's decoder layer (T5, BART): its
+ * norm, Q at the decoder length, K and V of the encoder output, the
+ * scores a x s_dec x s_enc (fp32 softmax where the model upcasts, dropout
+ * mask and output), the output projection's input and the residual
+ * dropout mask; divided by tp like the self-attention. */
+static double cross_attn_bytes(const ddx_mem_model_t *m, double sd, double se, double b, double tp,
+                               bool flash) {
+  double h = m->hidden, a = m->dec_heads > 0 ? m->dec_heads : m->heads > 0 ? m->heads : h / 64;
+  double hq = m->head_dim > 0 ? a * m->head_dim : h;
+  bool drop = !m->no_dropout;
+  double rep = (m->rms_norm ? 6 : 2) * sd * b * h + 2 * sd * b * h;      /* norm, Q input */
+  double part = 2 * sd * b * hq + 2 * 2 * se * b * hq + 2 * sd * b * hq; /* Q, K, V, out in */
+  if (flash) {
+    part += 4 * a * sd * b;
+  } else {
+    double ss = a * sd * se * b;
+    part += (m->softmax_fp32 ? 6 : 2) * ss + (drop ? 3 * ss : 0);
+  }
+  if (drop) rep += sd * b * h;
+  return rep + part / tp;
 }
 
 int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_estimate_t *out,
@@ -417,6 +674,7 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   out->precision = "fp32";
   out->optimizer = "unknown";
   out->offload_optimizer = out->offload_param = "none";
+  out->peak_phase = "forward/backward";
   if (!json_is_object(config))
     return ddx_error_set(err, DDX_EINVAL, "the DeepSpeed config is not a JSON object");
   ddx_mem_inputs_t dflt = {0};
@@ -427,10 +685,15 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   const json_t *z = json_object_get(config, "zero_optimization");
 
   /* --- the config as read */
-  const json_t *st = json_object_get(z, "stage");
-  double stv = json_is_number(st) ? json_number_value(st) : num_or(st, 0);
-  int stage = stv >= 0 && stv <= 3 ? (int)stv : 0;
-  if (is_auto(st)) add_missing(out, "ZeRO stage (\"auto\": 0 assumed)");
+  int stage = 0;
+  if (json_is_true(z)) {
+    stage = 1; /* the deprecated boolean: DeepSpeed reads true as stage 1 */
+  } else {
+    const json_t *st = json_object_get(z, "stage");
+    double stv = json_is_number(st) ? json_number_value(st) : num_or(st, 0);
+    stage = stv >= 0 && stv <= 3 ? (int)stv : 0;
+    if (is_auto(st)) add_missing(out, "ZeRO stage (\"auto\": 0 assumed)");
+  }
   out->stage = stage;
   const json_t *fp16 = json_object_get(config, "fp16"), *bf16 = json_object_get(config, "bf16");
   if (!bf16) bf16 = json_object_get(config, "bfloat16");
@@ -441,11 +704,16 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   out->precision = b_on ? "bf16" : f_on ? "fp16" : b_auto ? "bf16" : f_auto ? "fp16" : "fp32";
   if (!b_on && !f_on && (b_auto || f_auto))
     add_missing(out, "precision (\"auto\": 16-bit assumed)");
-  double ostates = optimizer_states(config, &out->optimizer);
-  if (!json_object_get(config, "optimizer")) add_missing(out, "optimizer (AdamW assumed)");
+  opt_kind_t ok = optimizer_kind(config, in->optim);
+  out->optimizer = ok.name;
+  if (ok.assumed)
+    add_missing(out, json_object_get(config, "optimizer")
+                         ? "optimizer (unknown type: Adam's states assumed)"
+                         : "optimizer (no optimizer block: the HF Trainer's adamw_torch assumed)");
   const json_t *oo = json_object_get(z, "offload_optimizer");
   const json_t *op = json_object_get(z, "offload_param");
   if (!oo && json_is_true(json_object_get(z, "cpu_offload"))) oo = json_true();
+  if (!op && json_is_true(json_object_get(z, "cpu_offload_params"))) op = json_true();
   bool off_opt = stage >= 1 && strcmp(offload_device(oo), "none");
   bool off_param = stage == 3 && strcmp(offload_device(op), "none");
   out->offload_optimizer = off_opt ? offload_device(oo) : "none";
@@ -493,10 +761,26 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   }
   out->valid = true;
 
-  /* --- model states, per rank: P over tp x pp, partitioned over N */
+  /* DeepSpeed's own estimators (estimate_zero2/3_model_states_mem_needs,
+   * all live) for the same config: shown beside ddx's terms */
+  {
+    double lg = m->largest_module > 0 ? m->largest_module : (m->hidden > 0 ? largest_module(m) : 0);
+    if (stage == 2)
+      out->ds_estimate = off_opt ? 2 * P : 4 * P + floor(16 * P / N);
+    else if (stage == 3)
+      out->ds_estimate = 4 * lg + (off_param && off_opt ? 0
+                                   : off_opt            ? floor(2 * P / N)
+                                                        : floor(18 * P / N));
+  }
+
+  /* --- model states, per rank: P over tp x pp, partitioned over N; the
+   * gradients and optimizer states only for the trainable parameters */
   double Pr = P / (double)(tp * pp);
+  double Ptr = in->trainable > 0 && in->trainable < P ? in->trainable / (double)(tp * pp) : Pr;
+  bool frozen = Ptr < Pr;
+  const char *T = frozen ? "T" : "P"; /* formula letter of the trainable count */
   double wb = mixed ? 2 : 4, gb = mixed ? 2 : 4;
-  double master = mixed ? 4 : 0, K = master + ostates;
+  double master = mixed ? 4 : 0, K = master + ok.states;
   char f[160], what[96];
   const char *prec = mixed ? out->precision : "fp32";
   double ratio = 1.0;
@@ -505,32 +789,39 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     if (ratio < 0) ratio = 0;
     if (ratio > 1) ratio = 1;
   }
-  /* weights */
+  const ddx_mem_phase_t ALL = DDX_MEM_PHASE_ALL, FB = DDX_MEM_PHASE_FWDBWD,
+                        STEP = DDX_MEM_PHASE_STEP;
+  /* weights (frozen ones too) */
   snprintf(what, sizeof what, "%s weights", prec);
   if (stage < 3) {
     fmt_coef(f, sizeof f, wb, "P");
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, wb * Pr, wb * Pr, false);
+    add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, wb * Pr, wb * Pr, false);
   } else {
     fmt_coef(f, sizeof f, wb, "P/N");
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, wb * Pr / N, wb * Pr / N, off_param);
+    add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, wb * Pr / N, wb * Pr / N, off_param);
   }
-  /* gradients */
+  /* gradients: stage 0-1 whole; stage 2 the flat partition buffer
+   * (grads_in_partition: each bucket's reduced gradients are copied there
+   * and the rest freed); stage 3 the partition */
   snprintf(what, sizeof what, "%s gradients", prec);
+  char tf[16];
   if (stage < 2) {
-    fmt_coef(f, sizeof f, gb, "P");
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr, gb * Pr, false);
-  } else if (off_opt) {
-    /* ZeRO-Offload: the reduced gradient partition goes to the host */
-    fmt_coef(f, sizeof f, gb, "P/N");
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr / N, true);
-  } else if (stage == 2 && N > 1) {
-    /* partitioned after each bucket's reduce (the paper) .. all live until
-     * reduced (DeepSpeed's estimate_zero2_model_states_mem_needs) */
-    snprintf(f, sizeof f, "%gP/N .. %gP", gb, gb);
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr, false);
+    /* stage 1: cast and freed at the step like stage 2's (below) */
+    fmt_coef(f, sizeof f, gb, T);
+    add_term(out, DDX_MEM_MODEL_STATES, stage == 1 && !off_opt ? FB : ALL, what, f, gb * Ptr,
+             gb * Ptr, false);
+  } else if (stage == 2) {
+    /* the partition (grads_in_partition): its views become
+     * averaged_gradients, flattened and cast to fp32 at the step, then
+     * freed (below) */
+    snprintf(tf, sizeof tf, "%s/N", T);
+    fmt_coef(f, sizeof f, gb, tf);
+    add_term(out, DDX_MEM_MODEL_STATES, off_opt ? ALL : FB, what, f, gb * Ptr / N, gb * Ptr / N,
+             off_opt);
   } else {
-    fmt_coef(f, sizeof f, gb, "P/N");
-    add_term(out, DDX_MEM_MODEL_STATES, what, f, gb * Pr / N, gb * Pr / N, false);
+    snprintf(tf, sizeof tf, "%s/N", T);
+    fmt_coef(f, sizeof f, gb, tf);
+    add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, gb * Ptr / N, gb * Ptr / N, off_opt);
   }
   /* optimizer states (with the fp32 master copy) */
   if (mixed)
@@ -539,29 +830,80 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     snprintf(what, sizeof what, "%s states", out->optimizer);
   if (K > 0) {
     if (stage == 0) {
-      fmt_coef(f, sizeof f, K, "P");
-      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr, K * Pr, false);
+      fmt_coef(f, sizeof f, K, T);
+      add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, K * Ptr, K * Ptr, false);
     } else if (off_opt && ratio < 1.0) {
-      snprintf(f, sizeof f, "%gP/N x %.2f", K, 1.0 - ratio);
-      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N * (1 - ratio),
-               K * Pr / N * (1 - ratio), false);
-      snprintf(f, sizeof f, "%gP/N x %.2f", K, ratio);
-      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N * ratio, K * Pr / N * ratio, true);
+      snprintf(f, sizeof f, "%g%s/N x %.2f", K, T, 1.0 - ratio);
+      add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, K * Ptr / N * (1 - ratio),
+               K * Ptr / N * (1 - ratio), false);
+      snprintf(f, sizeof f, "%g%s/N x %.2f", K, T, ratio);
+      add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, K * Ptr / N * ratio, K * Ptr / N * ratio,
+               true);
     } else {
-      fmt_coef(f, sizeof f, K, "P/N");
-      add_term(out, DDX_MEM_MODEL_STATES, what, f, K * Pr / N, K * Pr / N, off_opt);
+      snprintf(f, sizeof f, "%g%s/N", K, T);
+      add_term(out, DDX_MEM_MODEL_STATES, ALL, what, f, K * Ptr / N, K * Ptr / N, off_opt);
     }
   }
-  /* the fp32 copy of the gradient partition DeepSpeed builds for the step
-   * (16-bit training; stage 0: FP16_Optimizer's flattened fp32 gradients,
-   * BF16_Optimizer's fp32 gradients): not in the paper (low bound 0), in
-   * DeepSpeed's estimators (the 16P/N of zero2, the 18P/N of zero3) */
-  if (mixed) {
-    double n0 = stage == 0 ? 1 : N;
-    add_term(out, DDX_MEM_MODEL_STATES,
-             stage == 0 ? "fp32 gradients (optimizer step)"
-                        : "fp32 gradient partition (optimizer step)",
-             stage == 0 ? "0 .. 4P" : "0 .. 4P/N", 0, 4 * Pr / n0, off_opt);
+  /* bf16 without ZeRO: BF16_Optimizer keeps fp32 gradient accumulators */
+  if (stage == 0 && b_on) {
+    snprintf(f, sizeof f, "4%s", T);
+    add_term(out, DDX_MEM_STEP, ALL, "fp32 gradient accumulators (BF16_Optimizer)", f, 4 * Ptr,
+             4 * Ptr, false);
+  }
+  /* frozen copies of the model in the same process (DPO's reference
+   * model): 16-bit weights, partitioned under ZeRO-3 */
+  if (in->ref_models > 0) {
+    double r = (double)in->ref_models, w = (mixed ? 2 : 4) * Pr / (stage == 3 ? N : 1);
+    snprintf(f, sizeof f, "%d x %g%s", in->ref_models, mixed ? 2.0 : 4.0, stage == 3 ? "P/N" : "P");
+    add_term(out, DDX_MEM_MODEL_STATES, ALL, "frozen reference model weights", f, r * w, r * w,
+             off_param);
+  }
+
+  /* --- the optimizer step: the fp32 gradient of the unit stepped at once
+   * (stage 1-2: the rank's partition of a parameter group, flattened and
+   * cast to fp32 before _optimizer_step; stage 3: one sub group of
+   * sub_group_size; stage 0 fp16: FP16_Optimizer's flat fp32 gradients)
+   * and the optimizer's temporaries on it */
+  double unit = stage == 0 ? Ptr : Ptr / N;
+  if (stage == 3) {
+    double sgs = num_or(json_object_get(z, "sub_group_size"), 1e9);
+    if (sgs > 0 && sgs < unit) unit = sgs;
+  }
+  bool step_on_gpu = !off_opt;
+  bool fp32_copy = step_on_gpu && (stage > 0 || f_on);
+  if (fp32_copy) {
+    snprintf(f, sizeof f,
+             stage == 0   ? "4%s"
+             : stage == 3 ? "4 x min(sub_group, %s/N)"
+                          : "4%s/N",
+             T);
+    add_term(out, DDX_MEM_STEP, STEP, "fp32 gradient partition (optimizer step)", f, 4 * unit,
+             4 * unit, false);
+  }
+  /* while it is cast: the 16-bit gradients and their flattened copy
+   * (_flatten_dense_tensors of the list: torch.cat); stage 1-2 free their
+   * 16-bit gradients right after the cast (free_grad_in_param_list,
+   * averaged_gradients = None), so the optimizer's temporaries reuse that
+   * room; stage 3 keeps its gradient buffer and frees only the copy */
+  double cast = 0;
+  if (fp32_copy) {
+    cast = stage == 1 || stage == 2 ? 2 * unit + gb * unit : gb * unit;
+    snprintf(f, sizeof f, stage == 1 || stage == 2 ? "(2 + 2)%s/N" : "2 x the stepped unit", T);
+    add_term(out, DDX_MEM_STEP, STEP,
+             stage == 1 || stage == 2 ? "16-bit gradients + flat copy (cast at the step)"
+                                      : "flat 16-bit copy (cast at the step)",
+             f, cast, cast, false);
+  }
+  if (step_on_gpu && ok.temp_hi > 0) {
+    double tlo = fmax(0, ok.temp_lo * unit - cast), thi = fmax(0, ok.temp_hi * unit - cast);
+    if (ok.temp_lo == ok.temp_hi)
+      snprintf(f, sizeof f, "%g x the stepped unit%s", ok.temp_hi, cast > 0 ? " - the cast" : "");
+    else
+      snprintf(f, sizeof f, "%g .. %g x the stepped unit%s", ok.temp_lo, ok.temp_hi,
+               cast > 0 ? " - the cast" : "");
+    if (thi > 0)
+      add_term(out, DDX_MEM_STEP, STEP, "optimizer temporaries (beyond the cast's room)", f, tlo,
+               thi, false);
   }
 
   /* --- buffers */
@@ -573,19 +915,21 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   bool overlap = ocv ? json_is_true(ocv) : stage == 3;
   if (stage == 0 && in->world_size != 1) {
     /* the engine's flattened allreduce buffer (MEMORY_OPT_ALLREDUCE_SIZE 5e8) */
-    double ar = Pr < 5e8 ? Pr : 5e8;
-    add_term(out, DDX_MEM_BUFFERS, "allreduce buffer", "min(P, 5e8) x 2", 0, ar * gb, false);
+    double ar = Ptr < 5e8 ? Ptr : 5e8;
+    add_term(out, DDX_MEM_BUFFERS, FB, "allreduce buffer", "min(P, 5e8) x 2", 0, ar * gb, false);
   } else if (stage == 1 || stage == 2) {
-    const json_t *abv = json_object_get(z, "allgather_bucket_size");
-    double abs = is_auto(abv) ? rbs_auto : fmax(0, num_or(abv, 5e8));
-    double lo = ((rbs < Pr ? rbs : Pr) + (abs < Pr ? abs : Pr)) * gb;
-    double hi = (rbs + abs) * gb * (overlap ? 4.5 : 1);
-    snprintf(f, sizeof f, "(%.3g + %.3g) x %g%s", rbs, abs, gb, overlap ? " x 4.5" : "");
-    add_term(out, DDX_MEM_BUFFERS, "reduce + allgather buckets", f, lo, hi, false);
+    /* the ipg bucket (contiguous_gradients, the default: an empty tensor
+     * of reduce_bucket_size elements, two with overlap_comm); the
+     * allgather of the updated 16-bit partitions in the step */
+    const json_t *cgv = json_object_get(z, "contiguous_gradients");
+    bool contig = cgv ? json_is_true(cgv) : true;
+    double ipg = contig ? rbs * gb * (overlap ? 2 : 1) : 0;
+    snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2 (overlap_comm)" : "");
+    add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket (ipg buffer)", f, ipg, ipg, false);
   } else if (stage == 3) {
-    double lo = (rbs < Pr ? rbs : Pr) * gb, hi = rbs * gb * (overlap ? 2 : 1);
+    double lo = rbs * gb * (overlap ? 2 : 1);
     snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2" : "");
-    add_term(out, DDX_MEM_BUFFERS, "reduce bucket", f, lo, hi, false);
+    add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket", f, lo, lo, false);
     /* gathered parameters: the largest module and its gradient at least
      * (DeepSpeed's 4 x largest layer), up to a layer plus the prefetch
      * bucket, bounded by stage3_max_live_parameters and P */
@@ -605,12 +949,12 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     if (span < big) span = big;
     if (shape) {
       snprintf(f, sizeof f, "4 x largest + 0..2 x (layer + %.3g) <= %.3g", pf, live);
-      add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 4 * big,
+      add_term(out, DDX_MEM_BUFFERS, FB, "gathered 16-bit params (ZeRO-3)", f, 4 * big,
                4 * big + 2 * span, false);
     } else {
       double g = live < Pr ? live : Pr;
       snprintf(f, sizeof f, "0 .. 2 x min(%.3g, P)", live);
-      add_term(out, DDX_MEM_BUFFERS, "gathered 16-bit params (ZeRO-3)", f, 0, 2 * g, false);
+      add_term(out, DDX_MEM_BUFFERS, FB, "gathered 16-bit params (ZeRO-3)", f, 0, 2 * g, false);
       add_missing(out, "largest layer");
     }
     /* persistent small parameters: every module below the threshold */
@@ -632,15 +976,16 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
       double keep = 0;
       for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         if (mods[i] > 0 && mods[i] < thr) keep += mods[i];
-      keep = keep * m->layers / (double)(tp * pp) + (h < thr ? h : 0);
+      keep = keep * (m->layers + m->dec_layers) / (double)(tp * pp) + (h < thr ? h : 0);
       if (keep > 0) {
         snprintf(f, sizeof f, "modules < %.3g params, x 2", thr);
-        add_term(out, DDX_MEM_BUFFERS, "persistent params (ZeRO-3)", f, keep * 2, keep * 2, false);
+        add_term(out, DDX_MEM_BUFFERS, ALL, "persistent params (ZeRO-3)", f, keep * 2, keep * 2,
+                 false);
       }
     }
   }
 
-  /* --- activations */
+  /* --- activations (the forward/backward phase) */
   /* an unknown micro batch ("auto" with no input) is counted as 1: a
    * lower bound, so no verdict but OOM */
   bool have_act = m->hidden > 0 && m->layers > 0 && out->seq_len > 0 && mb > 0;
@@ -648,7 +993,8 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   if (!(out->seq_len > 0)) add_missing(out, "sequence length");
   if (!(mb > 0)) add_missing(out, "micro batch (\"auto\": 1 counted)");
   if (m->hidden > 0 && m->layers > 0 && out->seq_len > 0) {
-    double s = out->seq_len, Lr = m->layers / (double)pp;
+    double s = out->seq_len;
+    double sd = m->dec_layers > 0 && in->target_len > 0 ? in->target_len : s;
     if (!(mb > 0)) mb = 1;
     /* 1F1B keeps pp micro batches in flight on the first stage (fewer when
      * there are fewer accumulation steps) */
@@ -660,81 +1006,138 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
      * splits the sequence over its own sp ranks */
     double tpd = (double)tp * (seqp && sp != tp ? (double)sp : 1.0);
     int ck = in->checkpointing;
+    /* the ds_config's activation_checkpointing block configures
+     * deepspeed.checkpointing, which only Megatron-DeepSpeed-style code
+     * calls; it never switches checkpointing on in a HF model */
     const json_t *ac = json_object_get(config, "activation_checkpointing");
     bool cpu_ckpt = json_is_true(json_object_get(ac, "cpu_checkpointing"));
     bool part_act = json_is_true(json_object_get(ac, "partition_activations"));
-    if (ck < 0 && ac && (part_act || cpu_ckpt)) ck = 1;
     int fl = in->flash_attention;
     double scale = mixed ? 1 : 2; /* fp32 activations */
-    double full_lo = 1e300, full_hi = 0, ck_layer = 0;
-    for (int fa = 0; fa < 2; fa++) {
-      if (fl >= 0 && fa != fl) continue;
-      double v = ddx_mem_layer_activation_bytes(m, s, mb, tpd, seqp, fa, false) * scale;
-      if (v < full_lo) full_lo = v;
-      if (v > full_hi) full_hi = v;
+    /* the stacks: decoder-only, or encoder (s) + decoder (sd, with
+     * cross-attention) */
+    double L[2] = {m->layers / (double)pp, m->dec_layers / (double)pp};
+    double S[2] = {s, sd};
+    double full_lo = 0, full_hi = 0, one_lo = 1e300, one_hi = 0, ck_sum = 0, ck_one = 0;
+    for (int k = 0; k < 2; k++) {
+      if (!(L[k] > 0)) continue;
+      ddx_mem_model_t mk = *m;
+      if (k == 1) {
+        if (m->dec_heads > 0) mk.heads = m->dec_heads;
+        if (m->dec_intermediate > 0) mk.intermediate = m->dec_intermediate;
+      }
+      double lo = 1e300, hi = 0;
+      for (int fa = 0; fa < 2; fa++) {
+        if (fl >= 0 && fa != fl) continue;
+        double v = ddx_mem_layer_activation_bytes(&mk, S[k], mb, tpd, seqp, fa || ck == 2, false);
+        if (k == 1) v += cross_attn_bytes(m, sd, s, mb, tpd, fa || ck == 2);
+        v *= scale;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      full_lo += lo * L[k];
+      full_hi += hi * L[k];
+      if (lo < one_lo) one_lo = lo;
+      if (hi > one_hi) one_hi = hi;
+      double c = ddx_mem_layer_activation_bytes(&mk, S[k], mb, tpd, seqp, false, true) * scale;
+      if (part_act && tp > 1 && !seqp) c /= tpd;
+      ck_sum += c * L[k];
+      if (c > ck_one) ck_one = c;
     }
-    ck_layer = ddx_mem_layer_activation_bytes(m, s, mb, tpd, seqp, false, true) * scale;
-    if (part_act && tp > 1 && !seqp) ck_layer /= tpd;
     const char *fl_txt = fl == 1 ? "flash" : fl == 0 ? "math attention" : "flash or math";
+    double Ltot = L[0] + L[1];
     if (ck == 1 || ck < 0) {
       /* checkpointed: each layer's input, plus one layer recomputed */
-      snprintf(f, sizeof f, "2sbh x %g layers x %g", Lr, inflight);
-      add_term(out, DDX_MEM_ACTIVATIONS, "checkpointed layer inputs", f, ck_layer * Lr * inflight,
-               ck_layer * Lr * inflight, cpu_ckpt);
+      snprintf(f, sizeof f, "2sbh x %g layers x %g", Ltot, inflight);
+      add_term(out, DDX_MEM_ACTIVATIONS, FB, "checkpointed layer inputs", f, ck_sum * inflight,
+               ck_sum * inflight, cpu_ckpt && ck == 1);
       snprintf(f, sizeof f, "1 layer (%s)", fl_txt);
       if (ck == 1)
-        add_term(out, DDX_MEM_ACTIVATIONS, "one layer recomputed in backward", f, full_lo, full_hi,
-                 false);
+        add_term(out, DDX_MEM_ACTIVATIONS, FB, "one layer recomputed in backward", f, one_lo,
+                 one_hi, false);
     }
-    if (ck == 0 || ck < 0) {
-      double lo = full_lo * Lr * inflight, hi = full_hi * Lr * inflight;
+    if (ck == 0 || ck == 2 || ck < 0) {
+      double lo = full_lo * inflight, hi = full_hi * inflight;
       if (ck < 0) {
         /* unknown: from checkpointed (one layer recomputed) to none */
-        double base = ck_layer * Lr * inflight;
-        lo = full_lo;
-        hi = hi - base;
-        snprintf(f, sizeof f, "1 .. %g layers (%s; checkpointing?)", Lr * inflight, fl_txt);
+        lo = one_lo;
+        hi = hi - ck_sum * inflight;
+        snprintf(f, sizeof f, "1 .. %g layers (%s; checkpointing?)", Ltot * inflight, fl_txt);
       } else {
-        snprintf(f, sizeof f, "%g layers x %g (%s)", Lr, inflight, fl_txt);
+        snprintf(f, sizeof f, "%g layers x %g (%s%s)", Ltot, inflight, fl_txt,
+                 ck == 2 ? ", selective recompute" : "");
       }
-      add_term(out, DDX_MEM_ACTIVATIONS, "layer activations", f, lo, hi, false);
+      add_term(out, DDX_MEM_ACTIVATIONS, FB, "layer activations", f, lo, hi, false);
     }
     if (ck < 0) add_missing(out, "checkpointing (yes/no)");
     if (fl < 0) add_missing(out, "flash attention (yes/no)");
-    /* logits on the last stage: b*s*V in 16 bits, and the fp32 upcast for
-     * the loss once or twice (logits.float() and log_softmax's output) */
-    if (m->vocab > 0) {
-      double bsv = mb * s * m->vocab / tpd;
+    if (ac && (part_act || cpu_ckpt) && ck < 0)
+      add_missing(out, "activation_checkpointing in the ds_config is Megatron-DeepSpeed's: a HF "
+                       "model needs --gradient_checkpointing (say --checkpointing)");
+    /* logits on the last stage, at the loss: the 16-bit logits while the
+     * model's output holds them, and three fp32 b x s x V tensors (forward:
+     * logits.float(), the shifted copy or the kept logits, log_softmax's
+     * output; backward: the saved log-softmax, the loss gradient and
+     * log_softmax's gradient) */
+    double bsv = 0;
+    if (m->classifier) {
+      bsv = 0;
+    } else if (m->vocab > 0) {
+      bsv = mb * sd * m->vocab / tpd;
       double lb = mixed ? 2 : 4;
-      add_term(out, DDX_MEM_LOGITS, "logits + fp32 loss copies", "bsV x (2 + 4 .. 8)",
-               bsv * (lb + 4), bsv * (lb + 8), false);
+      snprintf(f, sizeof f, "bsV x (12 .. %g)", 12 + lb);
+      add_term(out, DDX_MEM_LOGITS, FB, "logits + fp32 loss copies", f, bsv * 12, bsv * (12 + lb),
+               false);
     } else {
       add_missing(out, "vocab size");
     }
+    /* eager attention's backward: grad of the probabilities, the fp32
+     * grad through the upcast and softmax's fp32 gradient of the scores,
+     * a x s x s each, for the layer being differentiated; after the
+     * logits' gradients are freed, so only what exceeds them counts */
+    if (fl != 1 && ck != 2) {
+      double a = m->heads > 0 ? m->heads : m->hidden / 64.0;
+      double smax = s > sd ? s : sd;
+      double scr = (m->softmax_fp32 ? 8 : 4) * a * smax * smax * mb / tpd * scale;
+      double extra = scr - bsv * 12;
+      if (extra > 0)
+        add_term(out, DDX_MEM_ACTIVATIONS, FB, "eager attention backward (beyond logits)",
+                 m->softmax_fp32 ? "8as^2b - logits" : "4as^2b - logits", fl == 0 ? extra : 0,
+                 extra, false);
+    }
   }
 
-  /* --- runtime */
+  /* --- the peak: resident terms + the larger of the two phases, then the
+   * allocator's reserve and the CUDA context */
+  double res[2] = {0, 0}, ph1[2] = {0, 0}, ph2[2] = {0, 0};
+  out->cpu_bytes = 0;
+  for (size_t i = 0; i < out->nterms; i++) {
+    const ddx_mem_term_t *t = &out->terms[i];
+    if (t->cpu) {
+      out->cpu_bytes += t->hi;
+      continue;
+    }
+    double *acc = t->phase == DDX_MEM_PHASE_STEP ? ph2 : t->phase == FB ? ph1 : res;
+    acc[0] += t->lo;
+    acc[1] += t->hi;
+  }
+  out->alloc_lo = res[0] + fmax(ph1[0], ph2[0]);
+  out->alloc_hi = res[1] + fmax(ph1[1], ph2[1]);
+  out->peak_phase = ph2[1] > ph1[1] ? "optimizer step" : "forward/backward";
+  double rf_lo = 0, rf_hi = 0.05;
+  if (in->reserve_fraction > 0) rf_lo = rf_hi = in->reserve_fraction;
+  snprintf(f, sizeof f, "%g .. %g%% of the allocated peak", rf_lo * 100, rf_hi * 100);
+  if (rf_lo == rf_hi) snprintf(f, sizeof f, "%g%% of the allocated peak", rf_hi * 100);
+  add_term(out, DDX_MEM_RUNTIME, ALL, "allocator reserve (fragmentation)", f, out->alloc_lo * rf_lo,
+           out->alloc_hi * rf_hi, false);
+  out->reserved_lo = out->alloc_lo * (1 + rf_lo);
+  out->reserved_hi = out->alloc_hi * (1 + rf_hi);
   double ctx_lo = 0.5 * GIB, ctx_hi = 1.0 * GIB;
   if (in->cuda_context_bytes > 0) ctx_lo = ctx_hi = in->cuda_context_bytes;
-  add_term(out, DDX_MEM_RUNTIME, "CUDA context + kernels",
+  add_term(out, DDX_MEM_RUNTIME, ALL, "CUDA context + kernels",
            in->cuda_context_bytes > 0 ? "given" : "0.5 .. 1 GiB", ctx_lo, ctx_hi, false);
-  double sum_lo = 0, sum_hi = 0;
-  for (size_t i = 0; i < out->nterms; i++)
-    if (!out->terms[i].cpu) sum_lo += out->terms[i].lo, sum_hi += out->terms[i].hi;
-  double rf_lo = 0, rf_hi = 0.10;
-  if (in->reserve_fraction > 0) rf_lo = rf_hi = in->reserve_fraction;
-  snprintf(f, sizeof f, "%g .. %g%% of the rest", rf_lo * 100, rf_hi * 100);
-  if (rf_lo == rf_hi) snprintf(f, sizeof f, "%g%% of the rest", rf_hi * 100);
-  add_term(out, DDX_MEM_RUNTIME, "allocator reserve (fragmentation)", f, sum_lo * rf_lo,
-           sum_hi * rf_hi, false);
-
-  out->peak_lo = out->peak_hi = out->cpu_bytes = 0;
-  for (size_t i = 0; i < out->nterms; i++) {
-    if (out->terms[i].cpu)
-      out->cpu_bytes += out->terms[i].hi;
-    else
-      out->peak_lo += out->terms[i].lo, out->peak_hi += out->terms[i].hi;
-  }
+  out->peak_lo = out->reserved_lo + ctx_lo;
+  out->peak_hi = out->reserved_hi + ctx_hi;
   if (!(out->gpu_bytes > 0))
     out->verdict = DDX_MEM_UNKNOWN;
   else if (out->peak_lo > out->gpu_bytes)
@@ -914,6 +1317,8 @@ static const char *group_name(ddx_mem_group_t g) {
     return "buffers";
   case DDX_MEM_RUNTIME:
     return "runtime";
+  case DDX_MEM_STEP:
+    return "optimizer_step";
   }
   return "other";
 }
@@ -994,21 +1399,30 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
   ddx_sb_puts(&b, "Memory per GPU (");
   config_line(e, &b);
   ddx_sb_puts(&b, ")\n");
-  ddx_sb_printf(&b, "  %-42s %-48s %11s\n", "term", "formula", "GiB");
+  static const char *const phn[] = {"all", "fwd/bwd", "step"};
+  ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "term", "formula", "phase", "GiB");
   for (size_t i = 0; i < e->nterms; i++) {
     const ddx_mem_term_t *t = &e->terms[i];
     char r[48];
     gib_range(r, sizeof r, t->lo, t->hi);
-    ddx_sb_printf(&b, "  %-42s %-48s %11s%s\n", t->what, t->formula, r, t->cpu ? "  (host)" : "");
+    ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s%s\n", t->what, t->formula, phn[t->phase], r,
+                  t->cpu ? "  (host)" : "");
   }
   char r[48];
+  gib_range(r, sizeof r, e->alloc_lo, e->alloc_hi);
+  ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "allocated peak (max_memory_allocated)",
+                "resident + the larger phase", e->peak_phase[0] == 'o' ? "step" : "fwd/bwd", r);
+  gib_range(r, sizeof r, e->reserved_lo, e->reserved_hi);
+  ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "reserved peak (max_memory_reserved)",
+                "+ allocator reserve", "", r);
   gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
-  ddx_sb_printf(&b, "  %-42s %-48s %11s\n", "peak on the GPU", "", r);
+  ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "peak on the GPU (what nvidia-smi shows)",
+                "+ CUDA context", "", r);
   /* subtotals by group */
-  static const char *const gname[] = {"Model states per GPU", "activations", "logits", "buffers",
-                                      "runtime"};
+  static const char *const gname[] = {
+      "Model states per GPU", "activations", "logits", "buffers", "runtime", "optimizer step"};
   bool first = true;
-  for (int g = 0; g <= DDX_MEM_RUNTIME; g++) {
+  for (int g = 0; g <= DDX_MEM_STEP; g++) {
     double lo = 0, hi = 0;
     bool any = false;
     for (size_t i = 0; i < e->nterms; i++)
@@ -1023,6 +1437,11 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
   ddx_sb_puts(&b, "\n");
   if (e->cpu_bytes > 0)
     ddx_sb_printf(&b, "  host memory (offloaded): %.2f GiB per rank\n", e->cpu_bytes / GIB);
+  if (e->ds_estimate > 0)
+    ddx_sb_printf(&b,
+                  "DeepSpeed's estimate_zero%d_model_states_mem_needs (all live): %.2f GiB per "
+                  "GPU (model states only)\n",
+                  e->stage, e->ds_estimate / GIB);
   ddx_sb_printf(&b, "%s\n", v);
   if (e->missing[0]) ddx_sb_printf(&b, "Would sharpen it: %s\n", e->missing);
   return ddx_sb_take(&b);
@@ -1037,13 +1456,19 @@ char *ddx_mem_markdown(const ddx_mem_estimate_t *e) {
   ddx_sb_printf(&b, "**Peak per GPU: %s GiB** — %s\n\n_", r, v);
   config_line(e, &b);
   ddx_sb_puts(&b, "_\n\n| term | formula | GiB | where |\n|---|---|---:|---|\n");
+  static const char *const phw[] = {"GPU", "GPU, forward/backward", "GPU, optimizer step"};
   for (size_t i = 0; i < e->nterms; i++) {
     const ddx_mem_term_t *t = &e->terms[i];
     char tr[48];
     gib_range(tr, sizeof tr, t->lo, t->hi);
     ddx_sb_printf(&b, "| %s | `%s` | %s | %s |\n", t->what, t->formula, tr,
-                  t->cpu ? "host" : "GPU");
+                  t->cpu ? "host" : phw[t->phase]);
   }
+  char ar[48], rr[48];
+  gib_range(ar, sizeof ar, e->alloc_lo, e->alloc_hi);
+  gib_range(rr, sizeof rr, e->reserved_lo, e->reserved_hi);
+  ddx_sb_printf(&b, "\nAllocated peak %s GiB (%s phase), reserved %s GiB, nvidia-smi %s GiB.\n", ar,
+                e->peak_phase, rr, r);
   if (e->cpu_bytes > 0)
     ddx_sb_printf(&b, "\nHost memory (offloaded): %.2f GiB per rank.\n", e->cpu_bytes / GIB);
   if (e->missing[0]) ddx_sb_printf(&b, "\n_Would sharpen it:_ %s.\n", e->missing);
@@ -1064,12 +1489,22 @@ json_t *ddx_mem_json(const ddx_mem_estimate_t *e) {
   json_object_set_new(o, "headroom",
                       e->gpu_bytes > 0 ? json_real(e->gpu_bytes - e->peak_hi) : json_null());
   json_object_set_new(o, "cpu_bytes", json_real(e->cpu_bytes));
+  json_object_set_new(o, "allocated",
+                      json_pack("{s:f, s:f}", "lo", e->alloc_lo, "hi", e->alloc_hi));
+  json_object_set_new(o, "reserved",
+                      json_pack("{s:f, s:f}", "lo", e->reserved_lo, "hi", e->reserved_hi));
+  json_object_set_new(o, "nvidia_smi", json_pack("{s:f, s:f}", "lo", e->peak_lo, "hi", e->peak_hi));
+  json_object_set_new(o, "peak_phase", json_string(e->peak_phase ? e->peak_phase : ""));
+  json_object_set_new(o, "deepspeed_estimate",
+                      e->ds_estimate > 0 ? json_real(e->ds_estimate) : json_null());
   json_t *terms = json_array();
   for (size_t i = 0; i < e->nterms; i++) {
     const ddx_mem_term_t *t = &e->terms[i];
-    json_array_append_new(terms, json_pack("{s:s, s:s, s:s, s:f, s:f, s:b}", "what", t->what,
-                                           "formula", t->formula, "group", group_name(t->group),
-                                           "lo", t->lo, "hi", t->hi, "cpu", t->cpu));
+    static const char *const phj[] = {"all", "forward_backward", "optimizer_step"};
+    json_array_append_new(terms,
+                          json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b}", "what", t->what,
+                                    "formula", t->formula, "group", group_name(t->group), "phase",
+                                    phj[t->phase], "lo", t->lo, "hi", t->hi, "cpu", t->cpu));
   }
   json_object_set_new(o, "terms", terms);
   json_object_set_new(o, "config",

@@ -75,4 +75,42 @@ for flags in "--seq-len 0" "--micro-batch x" "--tp -1" "--flash-attention maybe"
   [ "$rc" = 2 ] && ok || bad "$flags: rc $rc"
 done
 grep -q -- "--seq-len" <("$DDX" help) && ok || bad "usage lacks --seq-len"
+
+# 7. issue 29: the three quantities labelled, the phase of the peak
+rc=$(run "$T/ds.json" --model "$T/llama.json" --seq-len 2048 --gpu-memory 80 --world-size 8 \
+  --micro-batch 1 --flash-attention yes --checkpointing yes)
+grep -q "allocated peak (max_memory_allocated)" "$T/out" && grep -q "reserved peak (max_memory_reserved)" "$T/out" \
+  && grep -q "what nvidia-smi shows" "$T/out" && grep -q "fp32 gradient partition (optimizer step)" "$T/out" \
+  && ok || bad "quantities: $(cat "$T/out")"
+
+# 8. issue 29: bad input is an error naming the option, never accepted
+rc=$(run "$T/ds.json" --model "$T/llama.json" --world-size 3 --tp 2)
+[ "$rc" = 2 ] && grep -q -- "--world-size 3 is not a multiple" "$T/err" && ok || bad "ws 3 tp 2: rc $rc $(cat "$T/err")"
+rc=$(run "$T/ds.json" --model "$T/llama.json" --world-size 6 --tp 3)
+[ "$rc" = 2 ] && grep -q -- "--tp 3 does not divide" "$T/err" && ok || bad "tp 3: rc $rc $(cat "$T/err")"
+rc=$(run "$T/ds.json" --model "$T/llama.json" --world-size 64 --pp 64)
+[ "$rc" = 2 ] && grep -q -- "--pp 64 is more" "$T/err" && ok || bad "pp 64: rc $rc $(cat "$T/err")"
+rc=$(run "$T/ds.json" --model "$T/llama.json" --gpu-memory inf)
+[ "$rc" = 2 ] && ok || bad "gpu inf: rc $rc"
+rc=$(run "$T/ds.json" --model "$T/llama.json" --optim adamw_magic)
+[ "$rc" = 2 ] && grep -q -- "--optim" "$T/err" && ok || bad "optim: rc $rc"
+echo '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 0}' >"$T/zeroheads.json"
+rc=$(run "$T/ds.json" --model "$T/zeroheads.json")
+[ "$rc" = 2 ] && grep -q "num_attention_heads is 0" "$T/err" && ok || bad "heads 0: rc $rc $(cat "$T/err")"
+rc=$(run "$T/ds.json" --model "$T/llama.json" --target-len 128)
+[ "$rc" = 2 ] && grep -q -- "--target-len" "$T/err" && ok || bad "target-len: rc $rc"
+# "zero_optimization": true is stage 1 in the estimate, as in the warning
+echo '{"bf16": {"enabled": true}, "zero_optimization": true}' >"$T/ztrue.json"
+rc=$(run "$T/ztrue.json" --model "$T/llama.json" --world-size 8 --format json)
+$PY_BIN -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["memory_model"]["config"]["stage"] == 1' "$T/out" \
+  && ok || bad "zero true: $(head -c 300 "$T/out")"
+# T5: the decoder stack and d_kv read (t5-3b: 2.85B parameters)
+cat >"$T/t5.json" <<'J'
+{"architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "d_model": 1024, "d_ff": 16384,
+ "d_kv": 128, "num_heads": 32, "num_layers": 24, "vocab_size": 32128, "feed_forward_proj": "relu",
+ "dropout_rate": 0.1}
+J
+rc=$(run "$T/ds.json" --model "$T/t5.json" --world-size 8 --format json)
+$PY_BIN -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["memory"]["params"]; assert 2.80e9 < p < 2.90e9, p' "$T/out" \
+  && ok || bad "t5-3b: $(head -c 300 "$T/out")"
 finish
