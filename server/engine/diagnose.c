@@ -1580,7 +1580,8 @@ static void add_evidence(ddx_vec_t *ev, const rank_frame_t *f, const char *sourc
       !strcmp(source, "prefix") || !strcmp(source, "capture") || !strcmp(source, "first-timeout");
   if (!own && f->waiting && ddx_rankset_has(f->waiting, rank)) fits = false;
   if (f->tie && !strncmp(source, "launcher-", 9) && strcmp(source, "launcher-table") &&
-      strcmp(source, "launcher-pid") && strcmp(source, "launcher-stopped"))
+      strcmp(source, "launcher-pid") && strcmp(source, "launcher-stopped") &&
+      strcmp(source, "launcher-entry"))
     fits = false;
   ddx_rank_evidence_t *e = ddx_vec_push(ev);
   if (e) *e = (ddx_rank_evidence_t){source, rank, weight, fits && rank_fits(f, rank)};
@@ -1679,6 +1680,9 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
     snprintf(note, cap,
              "rank %d: the rank the other ranks' reports name as running a different collective",
              e->rank);
+  else if (!strcmp(e->source, "launcher-entry"))
+    snprintf(note, cap, "rank %d: the launcher's table shows this error in rank %d's entry",
+             e->rank, e->rank);
   else if (!strcmp(e->source, "launcher-stopped"))
     snprintf(note, cap,
              "rank %d: the one process still running when the others had failed (its launcher "
@@ -2007,6 +2011,52 @@ static void launcher_stopped(const build_t *b, const ddx_incident_t *p, ddx_rank
   ddx_rankset_free(&listed);
 }
 
+/* The rank of the launcher table entry whose traceback holds hit i
+ * (torchrun with @record copies each failed process's error file into
+ * its entry: time, host, rank, exitcode, error_file, then the
+ * traceback's lines), -1 when the hit is not inside an entry's
+ * traceback. Walking up from the hit, the entry's rank row comes before
+ * any time row (the next entry's start) or the agent's own report. */
+static int32_t entry_rank_of(const build_t *b, size_t i) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t k = i; k-- > 0;) {
+    const ddx_hit_t *x = &hits[k];
+    if (x->input != hits[i].input || x->line + 400 < hits[i].line) break;
+    if (x->is_ctx) continue;
+    if (ddx_hit_fact(x, "table_time") || (x->text && strstr(x->text, "failed (exitcode"))) break;
+    const char *rk = ddx_hit_fact(x, "rank");
+    if (rk && ddx_hit_fact(x, "local_rank") && b->cat->rules[x->rule].role == DDX_ROLE_WRAPPER)
+      return x->line < hits[i].line ? parse_int(rk) : -1;
+  }
+  return -1;
+}
+
+static const char *skip_blank(const char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  return s;
+}
+
+/* The rank the launcher's table attributes the primary's error to: the
+ * cause's own line, word for word, inside one entry's traceback (its
+ * process's error file). -1 when none is, or entries disagree. */
+static int32_t table_entry_rank(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  int32_t only = -1;
+  const char *want = p->hit->text ? skip_blank(p->hit->text) : NULL;
+  for (size_t i = 0; want && want[0] && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input || !h->text ||
+        strcmp(skip_blank(h->text), want))
+      continue;
+    int32_t r = entry_rank_of(b, i);
+    if (r < 0) continue;
+    if (only >= 0 && only != r) return -1;
+    only = r;
+  }
+  return only;
+}
+
 /* The odd rank of a desync: the primary's reports each name their own
  * rank (`rank`) and the rank whose collective differs (`other_rank`).
  * With a majority in one collective, every reporter of the majority
@@ -2254,6 +2304,11 @@ static void resolve_rank(build_t *b) {
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
   if (stopped.n == 1) add_evidence(&ev, &f, "launcher-stopped", stopped.v[0], 0.9, true);
+  /* the launcher's table carries the cause's own traceback in one entry */
+  if (p->role == DDX_ROLE_CAUSE) {
+    int32_t te = table_entry_rank(b, p);
+    if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 1.0, true);
+  }
   ddx_rankset_t cand = {0};
   /* a desync's reports name the odd rank: above the reporter's own prefix */
   int32_t odd = odd_rank(b, p, &cand);
