@@ -2039,15 +2039,18 @@ static const char *skip_blank(const char *s) {
 
 /* The rank the launcher's table attributes the primary's error to: the
  * cause's own line, word for word, inside one entry's traceback (its
- * process's error file). -1 when none is, or entries disagree. */
+ * process's error file), or the primary's exit status or signal on one
+ * entry's rows. -1 when none is, or entries disagree. */
 static int32_t table_entry_rank(const build_t *b, const ddx_incident_t *p) {
   const ddx_hit_t *hits = b->s->hits.data;
   int32_t only = -1;
   const char *want = p->hit->text ? skip_blank(p->hit->text) : NULL;
   for (size_t i = 0; want && want[0] && i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    if (h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input || !h->text ||
-        strcmp(skip_blank(h->text), want))
+    if (h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input || !h->text) continue;
+    /* the cause's own line, or the entry's exit status / signal row (a
+     * signal cause whose process printed nothing of its own) */
+    if (strcmp(skip_blank(h->text), want) && !b->cat->rules[h->rule].sigs[h->pattern].fallback)
       continue;
     int32_t r = entry_rank_of(b, i);
     if (r < 0) continue;
@@ -2304,10 +2307,13 @@ static void resolve_rank(build_t *b) {
   int32_t tbr = (p->hit->meta.dialects & DDX_DIALECT_SRUN) ? -1 : traceback_rank(p);
   if (tbr >= 0) add_evidence(&ev, &f, "traceback", tbr, 0.85, true);
   if (stopped.n == 1) add_evidence(&ev, &f, "launcher-stopped", stopped.v[0], 0.9, true);
-  /* the launcher's table carries the cause's own traceback in one entry */
-  if (p->role == DDX_ROLE_CAUSE) {
+  /* the launcher's table carries the cause's own traceback in one entry;
+   * it names the initiator only when one process raised it (its own line
+   * and the table's copy, perhaps once more from a merged stderr), not
+   * when every rank did */
+  if (p->role == DDX_ROLE_CAUSE && alike_causes(b, p) <= 3) {
     int32_t te = table_entry_rank(b, p);
-    if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 1.0, true);
+    if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 0.97, true);
   }
   ddx_rankset_t cand = {0};
   /* a desync's reports name the odd rank: above the reporter's own prefix */
@@ -2337,8 +2343,18 @@ static void resolve_rank(build_t *b) {
   /* the launcher's table is the only witness (its summary, or a signal
    * several processes ended with) and it lists them in one second: the
    * text does not tell which came first */
-  bool table_only = table_tie && p->ranks.n >= 2 &&
-                    (p->role == DDX_ROLE_WRAPPER || (p->role == DDX_ROLE_CAUSE && p->fallback));
+  /* ... or every rank it lists raised the cause alike (a missing module
+   * on every rank, a rendezvous that timed out everywhere): no one rank
+   * started it, and the table's pick among them is its dict order */
+  bool placed_by_line =
+      src0 && (!strcmp(src0, "prefix") || !strcmp(src0, "capture") || !strcmp(src0, "layout"));
+  bool every_alike = table_tie && !placed_by_line && p->role == DDX_ROLE_CAUSE && p->ranks.n >= 2 &&
+                     tied.n >= 2 && alike_causes(b, p) >= p->ranks.n;
+  for (size_t k = 0; every_alike && k < tied.n; k++)
+    every_alike = ddx_rankset_has(&p->ranks, tied.v[k]);
+  bool table_only = (table_tie && p->ranks.n >= 2 &&
+                     (p->role == DDX_ROLE_WRAPPER || (p->role == DDX_ROLE_CAUSE && p->fallback))) ||
+                    every_alike;
   if (table_only) {
     rank = -1, p->local_rank = -1;
     const ddx_rankset_t *from = p->role == DDX_ROLE_WRAPPER ? &tied : &p->ranks;
