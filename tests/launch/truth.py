@@ -7,6 +7,8 @@ Evidence kinds (each ties a rank to the decisive event of the mode):
   file      the decisive line is in torchrun --log_dir's DIR/<run>/attempt_K/N/std{out,err}.log
   table     the decisive line (or the signal) is inside one ChildFailedError table entry
             (`rank : N (local_rank: M)`), the only entry that shows it
+  table-only the table lists one failed rank only (`Failures: <NO_OTHER_FAILURES>`, the
+            others ended by the agent's SIGTERM): the one rank that failed by itself
   agent     the elastic agent's `failed (exitcode: -S) local_rank: N` for a signal mode
   spawn     torch.multiprocessing.spawn's `-- Process N terminated with the following error:`
             above the decisive line, or `process N terminated with signal SIGX`
@@ -17,7 +19,9 @@ Evidence kinds (each ties a rank to the decisive event of the mode):
             and exactly one rank's last step is behind all others' (it stopped first)
   complement (hang) every rank but one is shown failing (a timeout tied to its rank, or a
             table entry) among ranks 0..M, M the highest rank the text names anywhere
-            (ranks are contiguous: a rank missing below M exists and is silent)
+            (ranks are contiguous: a rank missing below M exists and is silent), or among
+            ranks 0..F+T-1 when the F failed ranks and the T processes the agent sent SIGTERM
+            (pids no table entry shows) outnumber them
 Modes whose failure is every rank's alike or the launcher's own (rdzv, rdzv-nodes, port
 under a launcher, missing-all, version-mismatch) have rank null and are never knowable.
 """
@@ -27,7 +31,8 @@ import re
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 PREFIX = re.compile(r"^\[default(\d+)\]:")
 FILE_RANK = re.compile(r"attempt_\d+[/\\](\d+)[/\\](?:stdout|stderr|error)\.(?:log|json)$")
-PROGRESS = re.compile(r"\brank (\d+) step (\d+) loss (\S+)")
+# (?<![A-Za-z]): two ranks' prints can share a line ("...loss 1.0915rank 2 step 1 ...")
+PROGRESS = re.compile(r"(?<![A-Za-z])rank (\d+) step (\d+) loss (nan|-?inf|-?[\d.]+)")
 
 DECISIVE = {
     "value": r"ValueError: invalid literal",
@@ -168,7 +173,7 @@ def evidence(side, texts):
     if mode == "nan":
         first = {}
         for src, r, ln in lines:
-            for m in re.finditer(r"\brank (\d+) step (\d+) loss nan", ln):
+            for m in re.finditer(r"(?<![A-Za-z])rank (\d+) step (\d+) loss nan", ln):
                 first.setdefault(int(m.group(1)), int(m.group(2)))
         if first:
             lo = min(first.values())
@@ -198,6 +203,13 @@ def evidence(side, texts):
         failed |= set(blocks)
         named = world_named(lines, entries, blocks, sig)
         world = set(range(max(named) + 1)) if named else set()  # ranks are 0..N-1: a gap is a rank
+        # processes the agent ended (`Sending process PID closing signal SIGTERM`) whose pid no
+        # table entry shows are ranks too (one node): they widen the world past the ranks named
+        table_pids = {m.group(1) for _, _, ln in lines for m in [re.search(r"exitcode\s*:\s*-?\d+ \(pid: (\d+)\)", ln)] if m}
+        termed = {m.group(1) for _, _, ln in lines
+                  for m in [re.search(r"Sending process (\d+) closing signal SIGTERM", ln)] if m} - table_pids
+        if named and len(failed) + len(termed) > len(world):
+            world = set(range(len(failed) + len(termed)))
         if len(world - failed) == 1:
             ev["complement"] = (world - failed).pop()
         pr = progress_rank(lines, nproc)
@@ -215,6 +227,9 @@ def evidence(side, texts):
            (mode in SIGNAL_EXIT and e[1] == SIGNAL_EXIT[mode])]
     if len(set(hit)) == 1:
         ev["table"] = hit[0]
+    failed = {e[0] for e in entries if e[1] is not None and e[1] != 0}
+    if len(failed) == 1 and "table" not in ev:  # the only rank the launcher saw fail (the rest: SIGTERM)
+        ev["table-only"] = failed.pop()
     if mode in SIGNAL_EXIT:
         ag = {int(m.group(2)) for _, _, ln in lines
               for m in [re.search(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", ln)]
