@@ -12,8 +12,9 @@ killed (its whole process group) and reported as a harness error, not recorded a
 case. Output per case: DIR/NAME.log (the terminal), DIR/NAME.json (the sidecar),
 DIR/NAME.d/ (torchrun --log_dir: the per-rank files). The sidecar's `how` lists the
 paths to give `ddx diagnose`, relative to DIR. --only takes a mode, a launcher, or
-mode,launcher (each a comma list is not supported: one filter of each). --sample N keeps
-N cases spread over every mode and launcher (a fixed choice for the seed).
+MODE,LAUNCHER (one case). --sample N keeps N cases spread over every mode and launcher
+(a fixed choice for the seed). --relabel recomputes the rank truth (truth.py) of the
+sidecars already in --out without running anything.
 Needs Debian's python3-torch (1.13, CPU) and /usr/bin/python3.
 Exit status: 0 when every case ran, 1 when any case failed to run as designed
 (timeout, no failure, an expectation of the case missing from its text).
