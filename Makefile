@@ -1,7 +1,7 @@
 # ddx - two entry points that work on a fresh Debian 12 machine as root:
 #   make demo   install what is missing, build, diagnose the bundled example
 #   make test   install what is missing, build (plain and ASan+UBSan), run every test
-.PHONY: eval-memory robustness golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
+.PHONY: eval-memory test-launch eval-launch robustness golden catalog all deps deps-arm64 build build-asan build-arm64 test-arm64 demo test test-unit test-asan test-vscode test-catalog screenshots vsix eval accuracy bench format format-check fuzz fuzz-short clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -100,6 +100,28 @@ eval: build
 # corpus answers survive each damage; docs/robustness.md is its output.
 robustness: build
 	$(PY) tests/corpus/damage.py $(BUILD)/ddx --markdown docs/robustness.md
+
+# Real launchers (tests/launch/README.md): tiny gloo jobs on the CPU that fail by
+# design, launched by torchrun (plain, --tee 3, --log_dir), torch.distributed.launch
+# and mp.spawn under a pseudo-terminal, then scored with the real ddx. test-launch
+# runs LAUNCH_SAMPLE cases of one seed live (every mode and launcher at least once);
+# eval-launch runs every case of seeds 1 and 2 (seed 2 is the untuned check).
+# The gates start at 0 (the lead raises them as the engine learns these logs).
+LAUNCH_SEED      ?= 3
+LAUNCH_SAMPLE    ?= 20
+LAUNCH_MIN_CLASS ?= 0
+LAUNCH_MIN_RANK  ?= 0
+test-launch: build
+	rm -rf $(BUILD)/launch
+	$(PY) tests/launch/run.py --seed $(LAUNCH_SEED) --sample $(LAUNCH_SAMPLE) --jobs 2 --out $(BUILD)/launch
+	$(PY) tests/launch/score.py $(BUILD)/launch --ddx $(BUILD)/ddx --min-class $(LAUNCH_MIN_CLASS) --min-rank $(LAUNCH_MIN_RANK)
+
+eval-launch: build
+	rm -rf $(BUILD)/launch-s1 $(BUILD)/launch-s2
+	$(PY) tests/launch/run.py --seed 1 --jobs 2 --out $(BUILD)/launch-s1
+	$(PY) tests/launch/run.py --seed 2 --jobs 2 --out $(BUILD)/launch-s2
+	$(PY) tests/launch/score.py $(BUILD)/launch-s1 --ddx $(BUILD)/ddx --quiet
+	$(PY) tests/launch/score.py $(BUILD)/launch-s2 --ddx $(BUILD)/ddx --quiet
 
 # Rewrites docs/accuracy.md from the corpus (review the diff).
 accuracy: build
