@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1676,6 +1677,8 @@ static void decided_note(char *note, size_t cap, const ddx_rank_evidence_t *e,
   else if (!strcmp(e->source, "first-timeout"))
     snprintf(note, cap, "rank %d: its watchdog timed out first (the others got its dump signal)",
              e->rank);
+  else if (!strcmp(e->source, "earliest-step"))
+    snprintf(note, cap, "rank %d: its event is at the earliest training step of all", e->rank);
   else if (!strcmp(e->source, "odd-rank"))
     snprintf(note, cap,
              "rank %d: the rank the other ranks' reports name as running a different collective",
@@ -1969,7 +1972,7 @@ static bool root_tied(const build_t *b, size_t k, ddx_rankset_t *tied) {
  * ranks and the SIGTERMs account for 0..n-1, the ranks missing from the
  * table are those that were still running: for a timeout, the stuck ones.
  * Empty when the text does not account for every process. */
-static void launcher_stopped(const build_t *b, const ddx_incident_t *p, ddx_rankset_t *out) {
+static void launcher_stopped(const build_t *b, ddx_rankset_t *out) {
   const ddx_hit_t *hits = b->s->hits.data;
   ddx_rankset_t listed = {0};
   long pids[64];
@@ -1978,7 +1981,7 @@ static void launcher_stopped(const build_t *b, const ddx_incident_t *p, ddx_rank
   bool ok = true;
   for (size_t i = 0; ok && i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    if (h->is_ctx || h->input != p->hit->input) continue;
+    if (h->is_ctx) continue; /* every input: --log_dir's per-rank files beside the terminal's */
     if (h->meta.host[0]) ok = false; /* several nodes: each agent stops its own */
     const ddx_rule_t *r = &b->cat->rules[h->rule];
     const char *rk = ddx_hit_fact(h, "rank"), *pid = ddx_hit_fact(h, "pid");
@@ -2047,7 +2050,7 @@ static int32_t table_entry_rank(const build_t *b, const ddx_incident_t *p) {
   const char *want = p->hit->text ? skip_blank(p->hit->text) : NULL;
   for (size_t i = 0; want && want[0] && i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    if (h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input || !h->text) continue;
+    if (h->is_ctx || h->rule != p->hit->rule || !h->text) continue; /* any input: --log_dir */
     /* the cause's own line, or the entry's exit status / signal row (a
      * signal cause whose process printed nothing of its own) */
     if (strcmp(skip_blank(h->text), want) && !b->cat->rules[h->rule].sigs[h->pattern].fallback)
@@ -2058,6 +2061,32 @@ static int32_t table_entry_rank(const build_t *b, const ddx_incident_t *p) {
     only = r;
   }
   return only;
+}
+
+/* The rank of the primary's event at the lowest training step (`at_step`)
+ * when that step is below the anchor's and one rank holds it: the first
+ * NaN is the earliest step, whatever order --tee or per-rank files put
+ * the lines in. -1 otherwise. */
+static int32_t earliest_step_rank(const build_t *b, const ddx_incident_t *p) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  const char *a = ddx_hit_fact(p->hit, "at_step");
+  long anchor = a ? strtol(a, NULL, 10) : LONG_MAX, best = LONG_MAX;
+  int32_t rank = -1;
+  bool tie = false;
+  for (size_t i = 0; i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    const char *st = h->is_ctx || h->rule != p->hit->rule ? NULL : ddx_hit_fact(h, "at_step");
+    int32_t r = !st                 ? -1
+                : h->meta.rank >= 0 ? (int32_t)h->meta.rank
+                                    : parse_int(ddx_hit_fact(h, "rank"));
+    if (r < 0) continue;
+    long v = strtol(st, NULL, 10);
+    if (v < best)
+      best = v, rank = r, tie = false;
+    else if (v == best && r != rank)
+      tie = true;
+  }
+  return best < anchor && !tie ? rank : -1;
 }
 
 /* The odd rank of a desync: the primary's reports each name their own
@@ -2074,9 +2103,7 @@ static int32_t odd_rank(const build_t *b, const ddx_incident_t *p, ddx_rankset_t
   size_t n = 0;
   for (size_t i = 0; i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &hits[i];
-    const char *a = h->is_ctx || h->rule != p->hit->rule || h->input != p->hit->input
-                        ? NULL
-                        : ddx_hit_fact(h, "other_rank");
+    const char *a = h->is_ctx || h->rule != p->hit->rule ? NULL : ddx_hit_fact(h, "other_rank");
     int32_t me = h->meta.rank >= 0 ? (int32_t)h->meta.rank : parse_int(ddx_hit_fact(h, "rank"));
     if (!a || me < 0 || parse_int(a) < 0 || ddx_rankset_has(&reporters, me)) continue;
     ddx_rankset_add(&reporters, me);
@@ -2185,7 +2212,7 @@ static void resolve_rank(build_t *b) {
   bool table_tie = false;
   ddx_rankset_t tied = {0};
   for (size_t i = 0; i < b->s->hits.len; i++)
-    if (!hits[i].is_ctx && hits[i].input == p->hit->input && ddx_hit_fact(&hits[i], "root_rank") &&
+    if (!hits[i].is_ctx && ddx_hit_fact(&hits[i], "root_rank") &&
         context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i])) {
       table_tie = root_tied(b, i, &tied);
       break;
@@ -2196,10 +2223,10 @@ static void resolve_rank(build_t *b) {
   /* only waiting ranks speak (a timeout): the ones the launcher still had
    * to stop are the stuck ones, and every rank its table lists failed
    * after waiting */
-  if (p->role == DDX_ROLE_COLLATERAL) launcher_stopped(b, p, &stopped);
+  if (p->role == DDX_ROLE_COLLATERAL) launcher_stopped(b, &stopped);
   for (size_t i = 0; stopped.n && i < b->s->hits.len; i++) {
     const ddx_hit_t *h = &((const ddx_hit_t *)b->s->hits.data)[i];
-    const char *rk = h->is_ctx || h->input != p->hit->input ? NULL : ddx_hit_fact(h, "rank");
+    const char *rk = h->is_ctx ? NULL : ddx_hit_fact(h, "rank");
     if (rk && ddx_hit_fact(h, "local_rank") && b->cat->rules[h->rule].role == DDX_ROLE_WRAPPER)
       ddx_rankset_add(&waiting, parse_int(rk));
   }
@@ -2249,6 +2276,9 @@ static void resolve_rank(build_t *b) {
     /* the launcher names a (rank, local rank) pair of its own: both must fit */
     bool pair_ok = f.local < 0 || c->local_rank < 0 || c->local_rank == f.local;
     if (entry_among_several(b, c->first)) pair_ok = false;
+    /* a timeout primary: the process the launcher saw fail first timed
+     * out waiting, it is not the one that got stuck */
+    if (p->role == DDX_ROLE_COLLATERAL) pair_ok = false;
     add_evidence(&ev, &f, "launcher-first-failure", cr, 0.6, pair_ok);
   }
   /* srun's first failed task, on the cause's host, when srun's tasks are
@@ -2316,11 +2346,12 @@ static void resolve_rank(build_t *b) {
     if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 0.97, true);
   }
   ddx_rankset_t cand = {0};
+  /* the earliest step's event (the first NaN), above the anchor's prefix */
+  int32_t es = p->role == DDX_ROLE_CAUSE ? earliest_step_rank(b, p) : -1;
+  if (es >= 0) add_evidence(&ev, &f, "earliest-step", es, 1.05, true);
   /* a desync's reports name the odd rank: above the reporter's own prefix */
   int32_t odd = odd_rank(b, p, &cand);
   if (odd >= 0) add_evidence(&ev, &f, "odd-rank", odd, 1.1, true);
-  for (size_t k = 0; odd == -2 && k < cand.n && k < 2; k++) /* undecided: no rank stands */
-    add_evidence(&ev, &f, "odd-rank", cand.v[k], 1.1, true);
   int32_t comp = p->role == DDX_ROLE_CAUSE && odd == -1 ? complement_rank(b, &f, &cand) : -1;
   for (size_t k = 0; stopped.n > 1 && k < stopped.n; k++)
     ddx_rankset_add(&cand, stopped.v[k]);
@@ -2340,6 +2371,9 @@ static void resolve_rank(build_t *b) {
     p->local_rank = -1;
   }
   if (conflict) rank = -1;
+  /* a desync's reports that do not single out one rank (one report names
+   * two ranks; two ranks naming each other): any of them may be odd */
+  if (odd == -2) rank = -1, p->local_rank = -1;
   /* the launcher's table is the only witness (its summary, or a signal
    * several processes ended with) and it lists them in one second: the
    * text does not tell which came first */
@@ -2373,6 +2407,10 @@ static void resolve_rank(build_t *b) {
   else if (alike_first)
     snprintf(note, sizeof note,
              "rank unknown: several processes raised it alike, and another printed it first");
+  else if (odd == -2)
+    snprintf(note, sizeof note,
+             "rank unknown: the mismatch reports do not single out the rank that ran another "
+             "collective (one report, or two ranks naming each other)");
   else if (table_only)
     snprintf(note, sizeof note,
              "rank unknown: the launcher's table lists %zu processes failing in the same second; "

@@ -57,7 +57,7 @@ CASES = {
     "sigkill": ("host.oom-killer", LAUNCHERS, "bad"),
     "segfault": ("proc.segfault", LAUNCHERS, "bad"),
     "sigbus": ("host.shm-exhausted", LAUNCHERS, "bad"),
-    "hang": ("train.hang", LAUNCHERS, "bad"),
+    "hang": ("c10d.collective-timeout", LAUNCHERS, "bad"),
     "desync": ("c10d.collective-desync", LAUNCHERS, "bad"),
     "nan": ("train.nan-loss", LAUNCHERS, "bad"),
     "rdzv": ("c10d.store-timeout", LAUNCHERS, None),
@@ -228,7 +228,10 @@ def run_case(job):
             held.close()
     with open(os.path.join(folder, name + ".log"), "wb") as f:
         f.write(raw)
-    how = [name + ".log"] + ([name + ".d"] if launcher == "logdir" else [])
+    # the --log_dir folder exists only once the agent started workers (a launcher
+    # that dies first, e.g. on a port in use, leaves the terminal output alone)
+    logdir = launcher == "logdir" and os.path.isdir(os.path.join(folder, name + ".d"))
+    how = [name + ".log"] + ([name + ".d"] if logdir else [])
     side = {
         "class": cls,
         "initiating_rank": p["bad"] if rank_kind == "bad" else None,
@@ -274,6 +277,8 @@ def relabel(folder):
         path = os.path.join(folder, f)
         with open(path) as fh:
             side = json.load(fh)
+        side["class"] = CASES[side["mode"]][0]
+        side["how"] = [h for h in side["how"] if os.path.exists(os.path.join(folder, h))]
         knowable, rule, problems = truth.knowable(side, truth.read_texts(folder, side["how"]))
         side["rank_knowable"], side["rank_rule"] = knowable, rule
         with open(path, "w") as fh:
@@ -293,7 +298,7 @@ def main(argv=None):
     ap.add_argument("--sample", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=90)
     ap.add_argument("--relabel", action="store_true",
-                    help="run nothing: recompute rank_knowable (truth.py) of the sidecars already in --out")
+                    help="run nothing: recompute the class (CASES) and rank_knowable (truth.py) of the sidecars already in --out")
     a = ap.parse_args(argv)
     if a.relabel:
         return relabel(a.out)
