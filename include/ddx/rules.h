@@ -87,6 +87,9 @@ typedef struct ddx_clue {
   int after_frame; /* DDX_CLUE_TOKEN: > 0: only on the innermost frame's line
                       or the after_frame lines below it (its source line, a
                       caret line), e.g. an import statement there */
+  bool required;   /* DDX_CLUE_TOKEN: without this token in the input the
+                      class is no candidate unless it has a line of its own
+                      (a GPU class in a CPU-only log) */
   ddx_condition_t *conds;
   size_t nconds;
 } ddx_clue_t;

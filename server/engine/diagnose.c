@@ -1142,6 +1142,13 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
   bool touched = false;
   *decisive = false;
   const ddx_incident_t *inc = rule_incident(b, r);
+  /* a required token (a GPU class's "CUDA"/"NCCL") missing from the input:
+   * no candidate, unless the class has a line of its own */
+  for (size_t c = 0; !inc && c < r->nclues; c++)
+    if (r->clues[c].required && !clue_hit(b, r, r->clues[c].ctx_index, fp->input)) {
+      *score = sc;
+      return false;
+    }
   if (inc && inc->severity >= DDX_SEV_WARNING) {
     char line[32];
     snprintf(line, sizeof line, "%llu", (unsigned long long)inc->hit->line);
@@ -1166,6 +1173,7 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
     }
   for (size_t c = 0; c < r->nclues; c++) {
     const ddx_clue_t *cl = &r->clues[c];
+    if (cl->required) continue; /* a gate (above), no evidence for the class */
     bool hit = false;
     const char *what = NULL;
     switch (cl->kind) {
@@ -2220,6 +2228,13 @@ static void resolve_rank(build_t *b) {
   if (table_tie) f.tie = true;
   ddx_rankset_t waiting = {0}, stopped = {0};
   collateral_reporters(p, srun_nodes, &waiting);
+  /* a timeout primary: its own ranks are the ones that waited, and its
+   * line's local rank is a waiter's, not the stuck process's */
+  if (p->role == DDX_ROLE_COLLATERAL) {
+    for (size_t k = 0; k < p->ranks.n; k++)
+      ddx_rankset_add(&waiting, p->ranks.v[k]);
+    f.local = -1;
+  }
   /* only waiting ranks speak (a timeout): the ones the launcher still had
    * to stop are the stuck ones, and every rank its table lists failed
    * after waiting */
@@ -2252,7 +2267,14 @@ static void resolve_rank(build_t *b) {
     add_evidence(&ev, &f, "launcher-local", f.lo + nl, 0.7, true);
   /* no node at all: the launchers' one report of a process failing on its
    * own gives the cause's local rank, for the complement below */
-  if (f.local < 0 && !f.host[0] && f.hi == 0 && p->role == DDX_ROLE_CAUSE)
+  /* the launcher's table carries the cause's own traceback (or its signal)
+   * in one entry; it names the initiator only when one process raised it
+   * (its own line and the table's copy, perhaps once more from a merged
+   * stderr), not when every rank did */
+  int32_t te = p->role == DDX_ROLE_CAUSE && alike_causes(b, p) <= 3 ? table_entry_rank(b, p) : -1;
+  /* ... and then the agent's report of another process (a victim's exit 1
+   * when the cause was a signal) is not the cause's local rank */
+  if (f.local < 0 && !f.host[0] && f.hi == 0 && p->role == DDX_ROLE_CAUSE && te < 0)
     f.local = node_launcher_local(b, p, "");
   for (size_t i = 0; i < p->ncollateral; i++) {
     const ddx_collateral_t *c = &p->collateral[i];
@@ -2341,10 +2363,7 @@ static void resolve_rank(build_t *b) {
    * it names the initiator only when one process raised it (its own line
    * and the table's copy, perhaps once more from a merged stderr), not
    * when every rank did */
-  if (p->role == DDX_ROLE_CAUSE && alike_causes(b, p) <= 3) {
-    int32_t te = table_entry_rank(b, p);
-    if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 0.97, true);
-  }
+  if (te >= 0) add_evidence(&ev, &f, "launcher-entry", te, 0.97, true);
   ddx_rankset_t cand = {0};
   /* the earliest step's event (the first NaN), above the anchor's prefix */
   int32_t es = p->role == DDX_ROLE_CAUSE ? earliest_step_rank(b, p) : -1;

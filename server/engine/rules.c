@@ -471,8 +471,9 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
  * regex (a token, with literals) or conditions (a relation) says its kind.
  * A token clue becomes a file-scope context of the rule marked `clue`. */
 static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
-  static const char *const keys[] = {"id",    "why",      "weight",     "frame",       "phase",
-                                     "regex", "literals", "conditions", "after_frame", NULL};
+  static const char *const keys[] = {"id",          "why",      "weight",   "frame",
+                                     "phase",       "regex",    "literals", "conditions",
+                                     "after_frame", "required", NULL};
   int rc;
   if (!json_is_object(o)) return fail(lc, NULL, "expected an object");
   if ((rc = check_keys(lc, o, keys))) return rc;
@@ -492,6 +493,9 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
                 "\"literals\") or \"conditions\"");
   if (json_object_get(o, "after_frame") && !json_object_get(o, "regex"))
     return fail(lc, "after_frame", "only a token clue (\"regex\") is placed by the frames");
+  if (json_object_get(o, "required") && !json_object_get(o, "regex"))
+    return fail(lc, "required", "only a token clue (\"regex\") can be required");
+  if ((rc = get_bool(lc, o, "required", false, &c->required))) return rc;
   if (json_object_get(o, "frame")) {
     const char *re;
     if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
