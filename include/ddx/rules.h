@@ -81,15 +81,18 @@ typedef struct ddx_clue {
   const char *id, *why;
   ddx_clue_kind_t kind;
   double weight;
-  void *frame_code; /* DDX_CLUE_FRAME: pcre2_code_8*, owned by the catalog */
+  void *frame_code; /* DDX_CLUE_FRAME (and a required token's regex):
+                       pcre2_code_8*, owned by the catalog */
   ddx_strs_t phases;
   int ctx_index;   /* DDX_CLUE_TOKEN */
   int after_frame; /* DDX_CLUE_TOKEN: > 0: only on the innermost frame's line
                       or the after_frame lines below it (its source line, a
                       caret line), e.g. an import statement there */
-  bool required;   /* DDX_CLUE_TOKEN: without this token in the input the
-                      class is no candidate unless it has a line of its own
-                      (a GPU class in a CPU-only log) */
+  bool required;   /* DDX_CLUE_TOKEN, a gate: no ctx pattern, no literals;
+                      its regex (frame_code) is matched on the lines the scan
+                      kept and the frames' paths: without a match the class
+                      is no candidate unless it has a line of its own (a GPU
+                      class in a CPU-only log) */
   ddx_condition_t *conds;
   size_t nconds;
 } ddx_clue_t;
@@ -242,6 +245,8 @@ int ddx_pattern_match(const ddx_pattern_t *p, const char *text, size_t len, void
 const ddx_phase_t *ddx_catalog_phase_of(const ddx_catalog_t *cat, const char *file,
                                         const char *func);
 /* True when a frame (file, function) matches a frame clue. */
+/* Whether a required clue's regex matches `text` (NUL-terminated). */
+bool ddx_clue_gate_match(const ddx_clue_t *c, const char *text);
 bool ddx_clue_frame_match(const ddx_clue_t *c, const char *file, const char *func);
 const ddx_phase_t *ddx_catalog_find_phase(const ddx_catalog_t *cat, const char *id);
 

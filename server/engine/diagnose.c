@@ -1135,6 +1135,18 @@ static const ddx_incident_t *rule_incident(const build_t *b, const ddx_rule_t *r
 
 /* Scores one cause rule against a failure point: decisive lines, clues,
  * prior. Returns false when nothing of the evidence touches it. */
+/* Whether a required clue's token is on a line the scan kept (any rule's
+ * hit, context hits included) or in a frame's path. */
+static bool gate_holds(const build_t *b, const ddx_clue_t *cl) {
+  const ddx_hit_t *hits = b->s->hits.data;
+  for (size_t i = 0; i < b->s->hits.len; i++)
+    if (ddx_clue_gate_match(cl, hits[i].text)) return true;
+  const ddx_frame_t *fr = b->s->frames.data;
+  for (size_t i = 0; i < b->s->frames.len; i++)
+    if (ddx_clue_gate_match(cl, fr[i].file)) return true;
+  return false;
+}
+
 static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *fp, double *score,
                        words_t *pro, words_t *con, bool *decisive) {
   ddx_diagnosis_t *d = b->d;
@@ -1142,10 +1154,11 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
   bool touched = false;
   *decisive = false;
   const ddx_incident_t *inc = rule_incident(b, r);
-  /* a required token (a GPU class's "CUDA"/"NCCL") missing from the input:
-   * no candidate, unless the class has a line of its own */
+  /* a required token (a GPU class's "CUDA"/"NCCL") on no line the scan
+   * kept nor in a frame's path: no candidate, unless the class has a line
+   * of its own */
   for (size_t c = 0; !inc && c < r->nclues; c++)
-    if (r->clues[c].required && !clue_hit(b, r, r->clues[c].ctx_index, fp->input)) {
+    if (r->clues[c].required && !gate_holds(b, &r->clues[c])) {
       *score = sc;
       return false;
     }
@@ -1167,7 +1180,7 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
   size_t nf = 0;
   if (inc) merge_facts(facts, &nf, inc->facts, inc->nfacts);
   for (size_t c = 0; c < r->nclues; c++)
-    if (r->clues[c].kind == DDX_CLUE_TOKEN) {
+    if (r->clues[c].kind == DDX_CLUE_TOKEN && !r->clues[c].required) {
       const ddx_hit_t *h = clue_hit(b, r, r->clues[c].ctx_index, fp->input);
       if (h) merge_facts(facts, &nf, h->facts, h->nfacts);
     }

@@ -496,6 +496,25 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
   if (json_object_get(o, "required") && !json_object_get(o, "regex"))
     return fail(lc, "required", "only a token clue (\"regex\") can be required");
   if ((rc = get_bool(lc, o, "required", false, &c->required))) return rc;
+  if (c->required) {
+    /* a gate: matched on the lines the scan kept, so no literals (a
+     * token common in a GPU log would cost the prefilter on every line) */
+    if (json_object_get(o, "literals") || json_object_get(o, "after_frame") ||
+        json_object_get(o, "conditions"))
+      return fail(lc, "required",
+                  "a required clue takes only \"regex\" (it is matched on the lines ddx kept)");
+    const char *re;
+    if ((rc = get_str(lc, o, "regex", true, &re))) return rc;
+    char owner[160], cid[100];
+    snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
+             quote_id(c->id, strlen(c->id), cid, sizeof cid));
+    pcre2_code *code = NULL;
+    if ((rc = compile_regex(lc, re, "regex", owner, &code))) return rc;
+    c->frame_code = code;
+    c->ctx_index = -1;
+    c->kind = DDX_CLUE_TOKEN;
+    return 0;
+  }
   if (json_object_get(o, "frame")) {
     const char *re;
     if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
@@ -1147,6 +1166,15 @@ const ddx_phase_t *ddx_catalog_phase_of(const ddx_catalog_t *cat, const char *fi
     for (size_t k = 0; k < cat->phases[i].nframes; k++)
       if (frame_match(cat->phases[i].frame_codes[k], file, func)) return &cat->phases[i];
   return NULL;
+}
+
+bool ddx_clue_gate_match(const ddx_clue_t *c, const char *text) {
+  if (!c->required || !c->frame_code || !text) return false;
+  pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+  if (!md) return false;
+  int rc = pcre2_match(c->frame_code, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
+  pcre2_match_data_free(md);
+  return rc >= 0;
 }
 
 bool ddx_clue_frame_match(const ddx_clue_t *c, const char *file, const char *func) {

@@ -743,8 +743,24 @@ static int record_frame(ddx_scan_t *s, uint16_t kind, uint64_t line, const ddx_l
 /* Normalises text (the line [ls, le) of the buffer, or that line joined
  * with the lines it was wrapped onto) and runs the patterns its literals
  * point at. */
+/* Whether a candidate line's literals belong only to file-scope contexts
+ * (token clues, "anywhere in the input") already kept for this input:
+ * the line can teach nothing, so it is not even normalised (a GPU log's
+ * every "NCCL" line once the first was kept). */
+static bool only_kept_contexts(const ddx_scan_t *s, const ddx_literal_ref_t **refs, size_t nrefs) {
+  for (size_t i = 0; i < nrefs; i++) {
+    if (refs[i]->rule == DDX_BUILTIN_RULE || !refs[i]->is_ctx) return false;
+    const ddx_pattern_t *p = ref_pattern(s->cat, refs[i]);
+    if (!p->scope_file || p->every || !p->clue ||
+        s->ctx_file_seen[s->ctx_base[refs[i]->rule] + refs[i]->pattern] != s->cur + 1)
+      return false;
+  }
+  return nrefs > 0;
+}
+
 static int eval_text(ddx_scan_t *s, const char *text, size_t len, size_t ls, size_t le,
                      uint64_t line, const ddx_literal_ref_t **refs, size_t nrefs) {
+  if (only_kept_contexts(s, refs, nrefs)) return 0;
   ddx_line_meta_t meta;
   meta = ((const ddx_scan_input_t *)s->inputs.data)[s->cur].defaults;
   size_t tlen = ddx_line_normalize(text, len, s->norm, DDX_LINE_MAX + 1, &meta);
