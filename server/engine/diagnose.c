@@ -1157,7 +1157,16 @@ static bool score_rule(build_t *b, const ddx_rule_t *r, const failure_point_t *f
   /* a required token (a GPU class's "CUDA"/"NCCL") on no line the scan
    * kept nor in a frame's path: no candidate, unless the class has a line
    * of its own */
-  for (size_t c = 0; !inc && c < r->nclues; c++)
+  bool own_token = false; /* the class's own tokens (checkTimeout, .item()) are its text too */
+  for (size_t c = 0; !inc && c < r->nclues && !own_token; c++) {
+    const ddx_clue_t *cl = &r->clues[c];
+    if (cl->kind != DDX_CLUE_TOKEN || cl->required || cl->weight <= 0) continue;
+    own_token = cl->after_frame
+                    ? fp->nframes && clue_at_frame(b, r, cl->ctx_index, fp->frames[fp->nframes - 1],
+                                                   cl->after_frame)
+                    : clue_hit(b, r, cl->ctx_index, fp->input) != NULL;
+  }
+  for (size_t c = 0; !inc && !own_token && c < r->nclues; c++)
     if (r->clues[c].required && !gate_holds(b, &r->clues[c])) {
       *score = sc;
       return false;
