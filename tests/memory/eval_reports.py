@@ -35,7 +35,7 @@ def run(ddx, rep):
                "--micro-batch", str(rep["micro_batch"]), "--seq-len", str(rep["seq_len"])]
         for key, flag in (("flash_attention", "--flash-attention"),
                           ("checkpointing", "--checkpointing"), ("optim", "--optim"),
-                          ("trainable", "--trainable"), ("tp", "--tp"), ("pp", "--pp"),
+                          ("trainable", "--trainable"), ("params", "--params"), ("tp", "--tp"), ("pp", "--pp"),
                           ("target_len", "--target-len"), ("ref_models", "--ref-models")):
             if rep.get(key) is not None:
                 cmd += [flag, str(rep[key])]
