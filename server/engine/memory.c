@@ -552,6 +552,25 @@ static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, ddx_mem_phase_t p
   t->cpu = cpu;
 }
 
+/* The copy a reduce collective makes of a full bucket (issue 29): stage
+ * 1-2's average_tensor -> allreduce_bucket does self.flatten(bucket), and
+ * stage 3's __avg_scatter_grads -> reduce_scatter_coalesced torch.cat()s
+ * the bucket's gradients, while the bucket itself is alive. A parameter
+ * larger than the bucket is reduced alone (extra_large_param_to_reduce),
+ * so the copy is max(bucket, largest module), never more than the
+ * trainable parameters T: gb x min(T, max(rbs, largest)). Transient, in
+ * the backward. */
+static void reduce_flat_copy(ddx_mem_estimate_t *out, double rbs, const ddx_mem_model_t *m,
+                             double T, double gb, char *f, size_t cap) {
+  double big = m->hidden > 0 || m->largest_module > 0 ? largest_module(m) : 0;
+  double n = rbs > big ? rbs : big;
+  if (n > T) n = T;
+  if (n <= 0) return;
+  snprintf(f, cap, "min(T, max(%.3g, largest)) x %g", rbs, gb);
+  add_term(out, DDX_MEM_BUFFERS, DDX_MEM_PHASE_FWDBWD, "flattened bucket (reduce collective)", f,
+           n * gb, n * gb, false);
+}
+
 static void add_missing(ddx_mem_estimate_t *e, const char *what) {
   size_t n = strlen(e->missing);
   snprintf(e->missing + n, sizeof e->missing - n, "%s%s", n ? ", " : "", what);
@@ -926,10 +945,12 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     double ipg = contig ? rbs * gb * (overlap ? 2 : 1) : 0;
     snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2 (overlap_comm)" : "");
     add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket (ipg buffer)", f, ipg, ipg, false);
+    reduce_flat_copy(out, rbs, m, Ptr, gb, f, sizeof f);
   } else if (stage == 3) {
     double lo = rbs * gb * (overlap ? 2 : 1);
     snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2" : "");
     add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket", f, lo, lo, false);
+    reduce_flat_copy(out, rbs, m, Ptr, gb, f, sizeof f);
     /* gathered parameters: the largest module and its gradient at least
      * (DeepSpeed's 4 x largest layer), up to a layer plus the prefetch
      * bucket, bounded by stage3_max_live_parameters and P */

@@ -721,6 +721,35 @@ static void test_hostile_values(void) {
   json_decref(c);
 }
 
+/* The copy a reduce collective makes of one bucket (stage 1-2's
+ * allreduce_bucket flatten, stage 3's reduce_scatter_coalesced cat): the
+ * bucket or the largest module reduced alone, never more than the
+ * trainable parameters; none at stage 0. */
+static void test_reduce_flat_copy(void) {
+  ddx_mem_inputs_t in = llama_inputs();
+  in.micro_batch = 1;
+  ddx_mem_estimate_t e =
+      est("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}", &in);
+  const ddx_mem_term_t *t = term(&e, "flattened bucket");
+  CHECK(t && t->phase == DDX_MEM_PHASE_FWDBWD);
+  CHECK(t && near(t->lo, 5e8 * 2, 1e-9) && near(t->hi, t->lo, 1e-12)); /* default rbs 5e8 */
+  /* HF auto at stage 3: h*h = 16.8M elements, below the embedding (32000 x 4096): the
+   * embedding's gradient is reduced alone */
+  in.micro_batch = 4;
+  e = est(Z3_AUTO, &in);
+  t = term(&e, "flattened bucket");
+  CHECK(t && near(t->lo, 32000.0 * 4096 * 2, 1e-9));
+  /* LoRA: only the trainable parameters are reduced */
+  in.trainable = 4e6;
+  e = est(Z3_AUTO, &in);
+  t = term(&e, "flattened bucket");
+  CHECK(t && near(t->lo, 4e6 * 2, 1e-9));
+  /* stage 0 has its own allreduce buffer, no bucket copy */
+  in.trainable = 0;
+  e = est("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 0}}", &in);
+  CHECK(term(&e, "flattened bucket") == NULL);
+}
+
 int main(void) {
   test_hostile_values();
   test_config_load_and_parallel();
@@ -733,6 +762,7 @@ int main(void) {
   test_activation_terms();
   test_offload();
   test_issue29();
+  test_reduce_flat_copy();
   test_optimizers();
   test_patch_saving();
   test_verdicts_and_renderings();
