@@ -750,6 +750,39 @@ static void test_reduce_flat_copy(void) {
   CHECK(term(&e, "flattened bucket") == NULL);
 }
 
+/* NCCL's buffers (outside the allocator): one communicator per parallel
+ * group of more than one rank, 9.19 MiB (one ring connection) .. 32
+ * channels x 4 connections; in the nvidia-smi peak, not in the allocated
+ * or reserved peaks; none on one GPU or with a given --cuda-context. */
+static void test_nccl_buffers(void) {
+  const double conn = 4194304.0 + 4915200.0 + 524288.0;
+  ddx_mem_inputs_t in = llama_inputs();
+  in.micro_batch = 1;
+  const char *z2 = "{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}";
+  ddx_mem_estimate_t e = est(z2, &in);
+  const ddx_mem_term_t *t = term(&e, "NCCL buffers");
+  CHECK(t && near(t->lo, conn, 1e-12) && near(t->hi, 128 * conn, 1e-12));
+  const ddx_mem_term_t *c = term(&e, "CUDA context");
+  const ddx_mem_term_t *r = term(&e, "allocator reserve");
+  CHECK(c && r && t && near(e.peak_hi, e.alloc_hi + r->hi + c->hi + t->hi, 1e-12));
+  CHECK(near(e.reserved_hi, e.alloc_hi + r->hi, 1e-12));
+  /* tensor parallel 2 on 8: a data and a tensor group */
+  in.tp = 2;
+  e = est(z2, &in);
+  t = term(&e, "NCCL buffers");
+  CHECK(t && near(t->lo, 2 * conn, 1e-12));
+  /* one GPU: no communicator */
+  in.tp = 1;
+  in.world_size = 1;
+  e = est(z2, &in);
+  CHECK(term(&e, "NCCL buffers") == NULL);
+  /* a given context stands for all memory outside the allocator */
+  in.world_size = 8;
+  in.cuda_context_bytes = 0.8 * GIB;
+  e = est(z2, &in);
+  CHECK(term(&e, "NCCL buffers") == NULL);
+}
+
 int main(void) {
   test_hostile_values();
   test_config_load_and_parallel();
@@ -763,6 +796,7 @@ int main(void) {
   test_offload();
   test_issue29();
   test_reduce_flat_copy();
+  test_nccl_buffers();
   test_optimizers();
   test_patch_saving();
   test_verdicts_and_renderings();
