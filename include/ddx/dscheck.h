@@ -52,6 +52,7 @@ typedef struct ddx_dscheck_facts {
   int64_t dp_world_size;  /* N, the data-parallel size */
   double gpu_total_bytes; /* total memory of one GPU (an OOM's `total`) */
   int64_t model_parallel; /* tp x pp: each rank holds P / model_parallel (0 = 1) */
+  double trainable;       /* T, the trainable parameters (LoRA, frozen layers); 0: all P */
   const char *params_from, *world_from, *gpu_from;
 } ddx_dscheck_facts_t;
 

@@ -769,6 +769,7 @@ static int cmd_check_config(cli_t *c, int argc, char **argv) {
    * and the model-parallel split of P */
   if (facts.dp_world_size > 0 && mp > 1) facts.dp_world_size = facts.dp_world_size / mp;
   facts.model_parallel = mp;
+  facts.trainable = mi.trainable;
   char spath[PATH_MAX + 32];
   if (!schema) {
     snprintf(spath, sizeof spath, "%s/ds_config.schema.json",

@@ -876,6 +876,12 @@ static void ds_memory(const dk_node_t *root, const ddx_dscheck_facts_t *f,
   /* each rank holds its tensor/pipeline slice of the model */
   double mp = f->model_parallel > 1 ? (double)f->model_parallel : 1;
   double P = m->params / mp, N = (double)m->n;
+  /* only the trainable parameters have gradients and optimizer states
+   * (LoRA, frozen layers: DeepSpeed partitions the groups the optimizer
+   * holds, which are the requires_grad parameters); the weights stay P */
+  bool lora = f->trainable > 0 && f->trainable < m->params;
+  double T = lora ? f->trainable / mp : P;
+  const char *tn = lora ? "T" : "P";
   double w = m->mixed ? 2 : 4, g = m->mixed ? 2 : 4, o = m->mixed ? 12 : 8;
   const char *prec = m->mixed ? "16-bit" : "fp32";
   char what[64], fo[24];
@@ -891,11 +897,11 @@ static void ds_memory(const dk_node_t *root, const ddx_dscheck_facts_t *f,
   /* gradients */
   snprintf(what, sizeof what, "%s gradients", prec);
   if (stage < 2) {
-    snprintf(fo, sizeof fo, "%gP", g);
-    ds_term(m, what, fo, g * P, false);
+    snprintf(fo, sizeof fo, "%g%s", g, tn);
+    ds_term(m, what, fo, g * T, false);
   } else {
-    snprintf(fo, sizeof fo, "%gP/N", g);
-    ds_term(m, what, fo, g * P / N, m->off_opt);
+    snprintf(fo, sizeof fo, "%g%s/N", g, tn);
+    ds_term(m, what, fo, g * T / N, m->off_opt);
   }
   /* optimizer states (Adam: fp32 master copy + two moments) */
   const char *owhat = m->mixed ? "Adam states + fp32 master weights" : "Adam states";
@@ -903,16 +909,16 @@ static void ds_memory(const dk_node_t *root, const ddx_dscheck_facts_t *f,
   if (ratio < 0) ratio = 0;
   if (ratio > 1) ratio = 1;
   if (stage == 0) {
-    snprintf(fo, sizeof fo, "%gP", o);
-    ds_term(m, owhat, fo, o * P, false);
+    snprintf(fo, sizeof fo, "%g%s", o, tn);
+    ds_term(m, owhat, fo, o * T, false);
   } else if (m->off_opt && ratio < 1.0 && stage == 3) {
-    snprintf(fo, sizeof fo, "%gP/N x %.2f", o, 1.0 - ratio);
-    ds_term(m, owhat, fo, o * P / N * (1.0 - ratio), false);
-    snprintf(fo, sizeof fo, "%gP/N x %.2f", o, ratio);
-    ds_term(m, owhat, fo, o * P / N * ratio, true);
+    snprintf(fo, sizeof fo, "%g%s/N x %.2f", o, tn, 1.0 - ratio);
+    ds_term(m, owhat, fo, o * T / N * (1.0 - ratio), false);
+    snprintf(fo, sizeof fo, "%g%s/N x %.2f", o, tn, ratio);
+    ds_term(m, owhat, fo, o * T / N * ratio, true);
   } else {
-    snprintf(fo, sizeof fo, "%gP/N", o);
-    ds_term(m, owhat, fo, o * P / N, m->off_opt);
+    snprintf(fo, sizeof fo, "%g%s/N", o, tn);
+    ds_term(m, owhat, fo, o * T / N, m->off_opt);
   }
   /* not counted: buckets and the stage-3 gather working set */
   double bucket = ds_num_or(dk_member(z, "reduce_bucket_size"), 5e8);
@@ -1038,11 +1044,14 @@ int ddx_dscheck_run(const ddx_dscheck_t *s, const char *text, size_t len,
       size_t a = z ? z->key_start : root->start, e = z ? z->key_end : root->start + 1;
       char src[320] = "";
       if (facts->gpu_from) snprintf(src, sizeof src, " (%s)", facts->gpu_from);
+      char tnote[48] = "";
+      if (facts->trainable > 0 && facts->trainable < m->params)
+        snprintf(tnote, sizeof tnote, ", T = %.3g trainable", facts->trainable);
       ds_add(&c, a, e, DDX_DSCHECK_WARNING, "ds-config.memory", "zero_optimization", NULL,
-             "model states alone need %s%s per GPU (ZeRO stage %d, P = %.3g, N = %lld%s: %s) but "
+             "model states alone need %s%s per GPU (ZeRO stage %d, P = %.3g%s, N = %lld%s: %s) but "
              "the GPU has %s in total%s: this config cannot fit; use a higher ZeRO stage or "
              "offload_optimizer / offload_param",
-             m->n_known ? "~" : "at least ", nb, m->stage < 0 ? 0 : m->stage, m->params,
+             m->n_known ? "~" : "at least ", nb, m->stage < 0 ? 0 : m->stage, m->params, tnote,
              (long long)m->n, m->n_known ? "" : " unknown", t.s ? t.s : "", tb, src);
       ddx_sb_free(&t);
     }

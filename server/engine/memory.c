@@ -552,6 +552,25 @@ static void add_term(ddx_mem_estimate_t *e, ddx_mem_group_t g, ddx_mem_phase_t p
   t->cpu = cpu;
 }
 
+/* The copy a reduce collective makes of a full bucket (issue 29): stage
+ * 1-2's average_tensor -> allreduce_bucket does self.flatten(bucket), and
+ * stage 3's __avg_scatter_grads -> reduce_scatter_coalesced torch.cat()s
+ * the bucket's gradients, while the bucket itself is alive. A parameter
+ * larger than the bucket is reduced alone (extra_large_param_to_reduce),
+ * so the copy is max(bucket, largest module), never more than the
+ * trainable parameters T: gb x min(T, max(rbs, largest)). Transient, in
+ * the backward. */
+static void reduce_flat_copy(ddx_mem_estimate_t *out, double rbs, const ddx_mem_model_t *m,
+                             double T, double gb, char *f, size_t cap) {
+  double big = m->hidden > 0 || m->largest_module > 0 ? largest_module(m) : 0;
+  double n = rbs > big ? rbs : big;
+  if (n > T) n = T;
+  if (n <= 0) return;
+  snprintf(f, cap, "min(T, max(%.3g, largest)) x %g", rbs, gb);
+  add_term(out, DDX_MEM_BUFFERS, DDX_MEM_PHASE_FWDBWD, "flattened bucket (reduce collective)", f,
+           n * gb, n * gb, false);
+}
+
 static void add_missing(ddx_mem_estimate_t *e, const char *what) {
   size_t n = strlen(e->missing);
   snprintf(e->missing + n, sizeof e->missing - n, "%s%s", n ? ", " : "", what);
@@ -926,10 +945,12 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
     double ipg = contig ? rbs * gb * (overlap ? 2 : 1) : 0;
     snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2 (overlap_comm)" : "");
     add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket (ipg buffer)", f, ipg, ipg, false);
+    reduce_flat_copy(out, rbs, m, Ptr, gb, f, sizeof f);
   } else if (stage == 3) {
     double lo = rbs * gb * (overlap ? 2 : 1);
     snprintf(f, sizeof f, "%.3g x %g%s", rbs, gb, overlap ? " x 2" : "");
     add_term(out, DDX_MEM_BUFFERS, FB, "reduce bucket", f, lo, lo, false);
+    reduce_flat_copy(out, rbs, m, Ptr, gb, f, sizeof f);
     /* gathered parameters: the largest module and its gradient at least
      * (DeepSpeed's 4 x largest layer), up to a layer plus the prefetch
      * bucket, bounded by stage3_max_live_parameters and P */
@@ -1136,8 +1157,29 @@ int ddx_mem_estimate(const json_t *config, const ddx_mem_inputs_t *in, ddx_mem_e
   if (in->cuda_context_bytes > 0) ctx_lo = ctx_hi = in->cuda_context_bytes;
   add_term(out, DDX_MEM_RUNTIME, ALL, "CUDA context + kernels",
            in->cuda_context_bytes > 0 ? "given" : "0.5 .. 1 GiB", ctx_lo, ctx_hi, false);
-  out->peak_lo = out->reserved_lo + ctx_lo;
-  out->peak_hi = out->reserved_hi + ctx_hi;
+  /* NCCL's buffers, outside PyTorch's allocator (issue 29): per channel
+   * and connection NCCL allocates one buffer per protocol (init.cc:
+   * Simple DEFAULT_BUFFSIZE 4 MiB; LL128 NCCL_LL128_ELEMS_PER_THREAD 120 x
+   * NCCL_LL128_MAX_NTHREADS 640 x NCCL_STEPS 8 x 8 B; LL
+   * NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x 8 x 16 B):
+   * 9.19 MiB. A communicator holds from one ring channel (one
+   * connection) to MAXCHANNELS 32 channels of a ring and a tree (up to 4
+   * connections each); one communicator per parallel group of more than
+   * one rank (data, tensor, pipeline, sequence). The topology decides
+   * the channels and ddx does not know it: a range. A given
+   * --cuda-context stands for all memory outside the allocator. */
+  double nccl_lo = 0, nccl_hi = 0;
+  int groups = (dp > 1) + (tp > 1) + (pp > 1) + (sp > 1);
+  if (groups > 0 && !(in->cuda_context_bytes > 0)) {
+    double conn = 4194304.0 + 120.0 * 640 * 8 * 8 + 8.0 * 512 * 8 * 16;
+    nccl_lo = groups * conn;
+    nccl_hi = groups * 32 * 4 * conn;
+    snprintf(f, sizeof f, "9.19 MiB x 1 .. 128, x %d group%s", groups, groups > 1 ? "s" : "");
+    add_term(out, DDX_MEM_RUNTIME, ALL, "NCCL buffers (outside the allocator)", f, nccl_lo, nccl_hi,
+             false);
+  }
+  out->peak_lo = out->reserved_lo + ctx_lo + nccl_lo;
+  out->peak_hi = out->reserved_hi + ctx_hi + nccl_hi;
   if (!(out->gpu_bytes > 0))
     out->verdict = DDX_MEM_UNKNOWN;
   else if (out->peak_lo > out->gpu_bytes)
@@ -1417,7 +1459,7 @@ char *ddx_mem_text(const ddx_mem_estimate_t *e) {
                 "+ allocator reserve", "", r);
   gib_range(r, sizeof r, e->peak_lo, e->peak_hi);
   ddx_sb_printf(&b, "  %-46s %-44s %-7s %13s\n", "peak on the GPU (what nvidia-smi shows)",
-                "+ CUDA context", "", r);
+                "+ CUDA context (+ NCCL)", "", r);
   /* subtotals by group */
   static const char *const gname[] = {
       "Model states per GPU", "activations", "logits", "buffers", "runtime", "optimizer step"};

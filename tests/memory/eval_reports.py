@@ -35,7 +35,7 @@ def run(ddx, rep):
                "--micro-batch", str(rep["micro_batch"]), "--seq-len", str(rep["seq_len"])]
         for key, flag in (("flash_attention", "--flash-attention"),
                           ("checkpointing", "--checkpointing"), ("optim", "--optim"),
-                          ("trainable", "--trainable"), ("tp", "--tp"), ("pp", "--pp"),
+                          ("trainable", "--trainable"), ("params", "--params"), ("tp", "--tp"), ("pp", "--pp"),
                           ("target_len", "--target-len"), ("ref_models", "--ref-models")):
             if rep.get(key) is not None:
                 cmd += [flag, str(rep[key])]
@@ -72,6 +72,7 @@ def main():
             key = {"allocated": "allocated", "reserved": "reserved"}.get(meas["kind"], "nvidia_smi")
             lo, hi = mm[key]["lo"] / GIB, mm[key]["hi"] / GIB
             row["measured"] = meas["gib"]
+            row["mlo"], row["mhi"], row["mkind"] = lo, hi, key
             row["inside"] = lo <= meas["gib"] <= hi
             row["mid_err"] = abs((lo + hi) / 2 - meas["gib"]) / meas["gib"]
         parts["held" if i % 3 == 2 else "dev"].append(row)
@@ -99,9 +100,13 @@ def main():
     if verbose:
         for part in ("dev", "held"):
             for r in parts[part]:
-                print(f"  [{part}] {r['name']}: {r['verdict']} {r['lo']:.1f}-{r['hi']:.1f} GiB "
-                      f"({r['phase']}) on {r['gpu']} GiB; reported "
-                      f"{r.get('outcome', r.get('measured'))}")
+                line = (f"  [{part}] {r['name']}: {r['verdict']} {r['lo']:.1f}-{r['hi']:.1f} GiB "
+                        f"({r['phase']}) on {r['gpu']} GiB; reported {r.get('outcome', '-')}")
+                if "measured" in r:
+                    line += (f"; measured {r['measured']} GiB ({r['mkind']}: ddx {r['mlo']:.2f}-"
+                             f"{r['mhi']:.2f}, {'inside' if r['inside'] else 'outside'}, "
+                             f"midpoint error {100 * r['mid_err']:.0f}%)")
+                print(line)
     return 0 if ok else 1
 
 

@@ -575,6 +575,26 @@ static void test_memory(void) {
   w = find(&r, "ds-config.memory", NULL);
   CHECK(w && strstr(w->message, "at least 26.08 GiB"));
   ddx_dscheck_result_free(&r);
+  /* LoRA (issue 29): only the T trainable parameters have gradients and
+   * Adam states; the 16-bit weights stay P. 7e9 at stage 1 on 8 GPUs with
+   * T = 4e7: 2P + 2T + 12T/8 = 14.1 GB (13.17 GiB), no warning on 23.65 GiB; on 8 GiB
+   * the warning names T and its terms */
+  ddx_dscheck_facts_t ft = fw;
+  ft.trainable = 4e7;
+  CHECK_CLEAN(s1, &ft);
+  ft.gpu_total_bytes = 8.0 * 1073741824.0;
+  r = run(s1, &ft);
+  w = find(&r, "ds-config.memory", NULL);
+  CHECK(w && strstr(w->message, "~13.17 GiB per GPU") &&
+        strstr(w->message, "T = 4e+07 trainable") && strstr(w->message, "2T 16-bit gradients") &&
+        strstr(w->message, "12T/N Adam"));
+  ddx_dscheck_result_free(&r);
+  /* T >= P is all of them */
+  ft.trainable = 8e9;
+  r = run(s1, &ft);
+  w = find(&r, "ds-config.memory", NULL);
+  CHECK(w && strstr(w->message, "~35.86 GiB per GPU") && !strstr(w->message, "trainable"));
+  ddx_dscheck_result_free(&r);
   /* no parameter count: no estimate */
   r = run(s1, NULL);
   CHECK(!r.memory.valid);

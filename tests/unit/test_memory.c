@@ -721,6 +721,68 @@ static void test_hostile_values(void) {
   json_decref(c);
 }
 
+/* The copy a reduce collective makes of one bucket (stage 1-2's
+ * allreduce_bucket flatten, stage 3's reduce_scatter_coalesced cat): the
+ * bucket or the largest module reduced alone, never more than the
+ * trainable parameters; none at stage 0. */
+static void test_reduce_flat_copy(void) {
+  ddx_mem_inputs_t in = llama_inputs();
+  in.micro_batch = 1;
+  ddx_mem_estimate_t e =
+      est("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}", &in);
+  const ddx_mem_term_t *t = term(&e, "flattened bucket");
+  CHECK(t && t->phase == DDX_MEM_PHASE_FWDBWD);
+  CHECK(t && near(t->lo, 5e8 * 2, 1e-9) && near(t->hi, t->lo, 1e-12)); /* default rbs 5e8 */
+  /* HF auto at stage 3: h*h = 16.8M elements, below the embedding (32000 x 4096): the
+   * embedding's gradient is reduced alone */
+  in.micro_batch = 4;
+  e = est(Z3_AUTO, &in);
+  t = term(&e, "flattened bucket");
+  CHECK(t && near(t->lo, 32000.0 * 4096 * 2, 1e-9));
+  /* LoRA: only the trainable parameters are reduced */
+  in.trainable = 4e6;
+  e = est(Z3_AUTO, &in);
+  t = term(&e, "flattened bucket");
+  CHECK(t && near(t->lo, 4e6 * 2, 1e-9));
+  /* stage 0 has its own allreduce buffer, no bucket copy */
+  in.trainable = 0;
+  e = est("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 0}}", &in);
+  CHECK(term(&e, "flattened bucket") == NULL);
+}
+
+/* NCCL's buffers (outside the allocator): one communicator per parallel
+ * group of more than one rank, 9.19 MiB (one ring connection) .. 32
+ * channels x 4 connections; in the nvidia-smi peak, not in the allocated
+ * or reserved peaks; none on one GPU or with a given --cuda-context. */
+static void test_nccl_buffers(void) {
+  const double conn = 4194304.0 + 4915200.0 + 524288.0;
+  ddx_mem_inputs_t in = llama_inputs();
+  in.micro_batch = 1;
+  const char *z2 = "{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}";
+  ddx_mem_estimate_t e = est(z2, &in);
+  const ddx_mem_term_t *t = term(&e, "NCCL buffers");
+  CHECK(t && near(t->lo, conn, 1e-12) && near(t->hi, 128 * conn, 1e-12));
+  const ddx_mem_term_t *c = term(&e, "CUDA context");
+  const ddx_mem_term_t *r = term(&e, "allocator reserve");
+  CHECK(c && r && t && near(e.peak_hi, e.alloc_hi + r->hi + c->hi + t->hi, 1e-12));
+  CHECK(near(e.reserved_hi, e.alloc_hi + r->hi, 1e-12));
+  /* tensor parallel 2 on 8: a data and a tensor group */
+  in.tp = 2;
+  e = est(z2, &in);
+  t = term(&e, "NCCL buffers");
+  CHECK(t && near(t->lo, 2 * conn, 1e-12));
+  /* one GPU: no communicator */
+  in.tp = 1;
+  in.world_size = 1;
+  e = est(z2, &in);
+  CHECK(term(&e, "NCCL buffers") == NULL);
+  /* a given context stands for all memory outside the allocator */
+  in.world_size = 8;
+  in.cuda_context_bytes = 0.8 * GIB;
+  e = est(z2, &in);
+  CHECK(term(&e, "NCCL buffers") == NULL);
+}
+
 int main(void) {
   test_hostile_values();
   test_config_load_and_parallel();
@@ -733,6 +795,8 @@ int main(void) {
   test_activation_terms();
   test_offload();
   test_issue29();
+  test_reduce_flat_copy();
+  test_nccl_buffers();
   test_optimizers();
   test_patch_saving();
   test_verdicts_and_renderings();
