@@ -94,6 +94,8 @@ eval: build
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --markdown $(BUILD)/accuracy.md
 	$(PY) tests/memory/eval_reports.py $(BUILD)/ddx
 	$(PY) tests/gen/eval_gen.py $(BUILD)/ddx --min 0
+	$(PY) tests/launch/score.py tests/launch/recorded/seed1 --ddx $(BUILD)/ddx --quiet
+	$(PY) tests/launch/score.py tests/launch/recorded/seed2 --ddx $(BUILD)/ddx --quiet
 	$(PY) tests/corpus/damage.py $(BUILD)/ddx --markdown $(BUILD)/robustness.md
 
 # Damaged pastes (line numbers, HTML escapes, hard wraps, ...): how many
@@ -109,7 +111,8 @@ robustness: build
 # make test scores the recorded seed 1 (tests/launch/recorded: the logs rules were
 # written against, so its gates are high) and runs LAUNCH_SAMPLE live cases of
 # LAUNCH_SEED (real torch on this machine, every mode and launcher at least once;
-# its gates leave room for a live run's timing). Seed 2 is the untuned check.
+# its gates leave room for a live run's timing). Recorded seed 2 is the untuned
+# check (make eval, make accuracy); eval-launch reruns both seeds live.
 LAUNCH_SEED      ?= 4
 LAUNCH_SAMPLE    ?= 20
 LAUNCH_MIN_CLASS ?= 0.90
@@ -130,6 +133,8 @@ eval-launch: build
 # Rewrites docs/accuracy.md from the corpus (review the diff).
 accuracy: build
 	$(PY) tests/corpus/eval.py $(BUILD)/ddx --quiet --markdown docs/accuracy.md
+	$(PY) tests/launch/score.py tests/launch/recorded/seed1 --ddx $(BUILD)/ddx --quiet --markdown docs/accuracy.md --title "Real launchers, seed 1 (tests/launch/recorded/seed1: the rules were tuned against it)"
+	$(PY) tests/launch/score.py tests/launch/recorded/seed2 --ddx $(BUILD)/ddx --quiet --markdown docs/accuracy.md --title "Real launchers, seed 2 (tests/launch/recorded/seed2: never tuned against)"
 
 # Benchmarks (not part of make test): ddx against rg and grep on generated
 # logs of BENCH_SIZES, then the language server. docs/performance.md keeps

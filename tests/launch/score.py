@@ -89,6 +89,26 @@ def table(title, key, rows):
     print()
 
 
+def append_markdown(path, title, rows):
+    """A section for docs/accuracy.md: per launcher, class right, rank right among the cases
+    whose text makes it knowable, and "unknown" said where it does not."""
+    def line(name, rs):
+        kn = [x for x in rs if x[0]["rank_knowable"]]
+        un = [x for x in rs if not x[0]["rank_knowable"]]
+        pct = lambda a, b: "%d/%d (%.0f%%)" % (a, b, 100.0 * a / b) if b else "-"
+        return "| %s | %d | %s | %s | %s |" % (name, len(rs), pct(sum(x[2] for x in rs), len(rs)),
+                                               pct(sum(x[3] for x in kn), len(kn)),
+                                               pct(sum(x[3] for x in un), len(un)))
+    out = ["", "## %s" % title, "",
+           "| launcher | cases | class right | rank right (knowable) | \"unknown\" (not knowable) |",
+           "|---|---|---|---|---|"]
+    for launcher in sorted({x[0]["launcher"] for x in rows}):
+        out.append(line(launcher, [x for x in rows if x[0]["launcher"] == launcher]))
+    out.append(line("all", rows))
+    with open(path, "a") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
@@ -98,6 +118,9 @@ def main(argv=None):
     ap.add_argument("--min-rank", type=float, default=0.0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quiet", action="store_true", help="no miss list")
+    ap.add_argument("--markdown", metavar="FILE",
+                    help="append a Markdown section (class, rank where knowable, unknown where not) to FILE")
+    ap.add_argument("--title", default=None, help="the Markdown section's title")
     a = ap.parse_args(argv)
     folder = os.path.abspath(a.dir)
     sides = load(folder)
@@ -144,6 +167,8 @@ def main(argv=None):
             print()
         print("class %d/%d (%.1f%%), rank %d/%d (%.1f%%)" % (nc, n, 100.0 * nc / n, nk, n, 100.0 * nk / n))
         print("%d passed, %d failed" % (passed, n - passed))
+    if a.markdown:
+        append_markdown(a.markdown, a.title or os.path.basename(folder), rows)
     if errors:
         return 2
     if nc / n < a.min_class or nk / n < a.min_rank:
