@@ -176,6 +176,26 @@ mkdir -p "$T/r6" && good_rule test.neg 'boom|quiet' | sed 's/"literals": \["boom
 expect_rc 1 "a negative sample that matches fails rules check" "$DDX" rules check "$T/r6"
 contains "$T/out" 'samples.negative[0]' "failing sample is named"
 expect_rc 2 "diagnose with a broken catalog exits 2" "$DDX" diagnose --rules "$T/r3" "$T/oom.log"
+# a required clue is a gate matched on the kept lines: it takes no literals
+mkdir -p "$T/rgate" && good_rule test.gate 'boom' \
+  | sed 's/"summary": "s",/"clues": [{"id": "g", "why": "w", "weight": 0.1, "required": true, "regex": "gpu", "literals": ["gpu"]}], "summary": "s",/' >"$T/rgate/gate.json"
+expect_rc 2 "a required clue with literals is refused" "$DDX" rules check "$T/rgate"
+contains "$T/err" '$.clues[0].required' "the refusal names the required clue's field"
+# a CPU-only (gloo) cut traceback inside a collective is offered no NCCL class;
+# the same traceback with an NCCL line above it is
+printf '%s\n' 'Traceback (most recent call last):' \
+  '  File "/srv/train.py", line 40, in <module>' '    dist.all_reduce(t)' \
+  '  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 1541, in all_reduce' \
+  '    work.wait()' >"$T/gloo-cut.log"
+diag_json "$T/gloo-cut.log" '
+c = [x["rule"] for x in d["differential"]]
+assert not [r for r in c if r.startswith(("nccl.", "cuda.", "torch.oom", "ds.oom"))], c
+' && ok || bad "a CPU-only cut traceback in a collective gets no NCCL or GPU candidate"
+{ printf 'NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n'; cat "$T/gloo-cut.log"; } >"$T/nccl-cut.log"
+diag_json "$T/nccl-cut.log" '
+c = [x["rule"] for x in d["differential"]]
+assert any(r.startswith("nccl.") for r in c), c
+' && ok || bad "the same traceback after an NCCL line gets NCCL candidates"
 # user rules extend the catalog
 printf 'boom here\n' >"$T/boom.log"
 "$DDX" diagnose --rules rules --rules "$T/r1" --format json "$T/boom.log" >"$T/boom.json"
