@@ -2427,6 +2427,28 @@ static void resolve_rank(build_t *b) {
                      tied.n >= 2 && alike_causes(b, p) >= p->ranks.n;
   for (size_t k = 0; every_alike && k < tied.n; k++)
     every_alike = ddx_rankset_has(&p->ranks, tied.v[k]);
+  /* ... and, whatever the launcher says, every rank of the world raised the
+   * cause alike (each one's own line: prefixes, per-rank files): a failure
+   * of the job's setup or config on every process, not one rank's */
+  /* the ranks that printed the cause's very words, on any input (--log_dir's
+   * per-rank files): an OOM that names its GPU differs from rank to rank */
+  ddx_rankset_t alike_ranks = {0};
+  for (size_t i = 0; p->hit->text && i < b->s->hits.len; i++) {
+    const ddx_hit_t *h = &hits[i];
+    if (h->is_ctx || h->rule != p->hit->rule || !h->text ||
+        strcmp(skip_blank(h->text), skip_blank(p->hit->text)))
+      continue;
+    int32_t r = h->meta.rank >= 0 ? (int32_t)h->meta.rank : parse_int(ddx_hit_fact(h, "rank"));
+    if (r < 0 && !h->meta.host[0] &&
+        h->meta.local_rank >= 0) /* one node: [defaultN], attempt_0/N */
+      r = h->meta.local_rank;
+    if (r >= 0) ddx_rankset_add(&alike_ranks, r);
+  }
+  bool whole_world = p->role == DDX_ROLE_CAUSE && !p->fallback && world >= 2 && es < 0 && te < 0;
+  for (int32_t r = 0; whole_world && r < world; r++)
+    whole_world = ddx_rankset_has(&alike_ranks, r);
+  ddx_rankset_free(&alike_ranks);
+  every_alike = every_alike || whole_world;
   bool table_only = (table_tie && p->ranks.n >= 2 &&
                      (p->role == DDX_ROLE_WRAPPER || (p->role == DDX_ROLE_CAUSE && p->fallback))) ||
                     every_alike;
@@ -2452,6 +2474,10 @@ static void resolve_rank(build_t *b) {
     snprintf(note, sizeof note,
              "rank unknown: the mismatch reports do not single out the rank that ran another "
              "collective (one report, or two ranks naming each other)");
+  else if (whole_world)
+    snprintf(note, sizeof note,
+             "rank unknown: every rank (%d of %d) raised it alike: no one rank started it", world,
+             world);
   else if (table_only)
     snprintf(note, sizeof note,
              "rank unknown: the launcher's table lists %zu processes failing in the same second; "

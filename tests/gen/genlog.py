@@ -1404,6 +1404,9 @@ class Job:
             lines = self.traceback(fr, exc)
             record_exc = lines[1:]
             who = self.rank_sample(o.collateral_sample, must=range(self.fnode * 8, self.fnode * 8 + 8))
+            # every rank of the world raising it alike: a failure of every process (a config
+            # check, the loss scale's floor), so no rank started it; ddx says "unknown"
+            self.every_rank_raised = len(set(who)) >= self.W
             starts = {}
             for r in who:
                 if r == F:
@@ -2460,8 +2463,10 @@ def main(argv=None):
         "launcher_root_cause_rank": getattr(job, "root_rank", None),
         # grid: in the none dialect an every-rank error's rank is only in torchrun's pick, which the text shows
         # to be the first in time only when that pick is reliable (see torchrun_node); else it is unknowable
-        "rank_knowable": rc or not (o.dialect == "none" and o.kind in ALL_RANK_KINDS and job.launcher == "torchrun"
-                                    and not job.root_reliable.get(job.fnode, True)),
+        "rank_knowable": rc or not ((o.dialect == "none" and o.kind in ALL_RANK_KINDS and job.launcher == "torchrun"
+                                     and not job.root_reliable.get(job.fnode, True))
+                                    or (o.dialect != "none" and o.kind in ALL_RANK_KINDS
+                                        and getattr(job, "every_rank_raised", False))),
         "torch": o.torch,
         "deepspeed": job.ds_ver if job.stack == "ds" else None,
         "seed": o.seed,
