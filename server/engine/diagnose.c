@@ -2444,7 +2444,8 @@ static void resolve_rank(build_t *b) {
       r = h->meta.local_rank;
     if (r >= 0) ddx_rankset_add(&alike_ranks, r);
   }
-  bool whole_world = p->role == DDX_ROLE_CAUSE && !p->fallback && world >= 2 && es < 0 && te < 0;
+  bool whole_world = p->role == DDX_ROLE_CAUSE && !p->fallback && p->severity == DDX_SEV_ERROR &&
+                     p->rule->trigger == DDX_TRIGGER_MATCH && world >= 2 && es < 0 && te < 0;
   for (int32_t r = 0; whole_world && r < world; r++)
     whole_world = ddx_rankset_has(&alike_ranks, r);
   ddx_rankset_free(&alike_ranks);
