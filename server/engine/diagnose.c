@@ -792,6 +792,22 @@ static int64_t entry_seconds(const ddx_hit_t *hits, size_t i, uint64_t back) {
   return -1;
 }
 
+/* A launcher table's root-cause entry row (its "rank : N (local_rank:
+ * M)" under "Root Cause (first observed failure)", the context holding). */
+static bool root_entry(const build_t *b, const ddx_hit_t *h) {
+  return !h->is_ctx && ddx_hit_fact(h, "root_rank") &&
+         context_holds(b->s, b->ix, &b->cat->rules[h->rule], h);
+}
+
+/* The rank of a launcher table's entry row ("rank : N (local_rank: M)"),
+ * -1 when h is no such row. */
+static int32_t table_row_rank(const build_t *b, const ddx_hit_t *h) {
+  const char *rk = h->is_ctx ? NULL : ddx_hit_fact(h, "rank");
+  return rk && ddx_hit_fact(h, "local_rank") && b->cat->rules[h->rule].role == DDX_ROLE_WRAPPER
+             ? parse_int(rk)
+             : -1;
+}
+
 /* Whether hit i, a row of a launcher table's entry, was logged well after
  * the table's root cause (first observed failure): newer torchrun lists
  * the processes it stopped itself (SIGTERM, then SIGKILL once its grace
@@ -806,9 +822,7 @@ static bool teardown_entry(const build_t *b, size_t i) {
   for (size_t k = i + 1; k < b->s->hits.len; k++) {
     const ddx_hit_t *x = &hits[k];
     if (x->input != hits[i].input || x->line > hits[i].line + 200) break;
-    if (x->is_ctx || !ddx_hit_fact(x, "root_rank") ||
-        !context_holds(b->s, b->ix, &b->cat->rules[x->rule], x))
-      continue;
+    if (!root_entry(b, x)) continue;
     int64_t root = entry_seconds(hits, k, 3);
     return root >= 0 && at - root >= DDX_TEARDOWN_SECONDS;
   }
@@ -1979,12 +1993,10 @@ static bool root_tied(const build_t *b, size_t k, ddx_rankset_t *tied) {
   for (size_t j = k; j-- > 0;) {
     const ddx_hit_t *x = &hits[j];
     if (x->input != hits[k].input || x->line + 400 < hits[k].line) break;
-    if (x->is_ctx || ddx_hit_fact(x, "root_rank") || !ddx_hit_fact(x, "rank") ||
-        !ddx_hit_fact(x, "local_rank") || b->cat->rules[x->rule].role != DDX_ROLE_WRAPPER)
-      continue;
+    int32_t rk = ddx_hit_fact(x, "root_rank") ? -1 : table_row_rank(b, x);
+    if (rk < 0) continue;
     if (x->text && strstr(x->text, "failed (exitcode")) break; /* the table's own report */
-    if (!entry_killed(b, j) && entry_seconds(hits, j, 3) == root)
-      ddx_rankset_add(&same, parse_int(ddx_hit_fact(x, "rank")));
+    if (!entry_killed(b, j) && entry_seconds(hits, j, 3) == root) ddx_rankset_add(&same, rk);
   }
   bool tie = same.n > 0;
   if (tie) {
@@ -2001,8 +2013,9 @@ static bool root_tied(const build_t *b, size_t k, ddx_rankset_t *tied) {
  * "closing signal SIGTERM" to the ones still running. When the table's
  * ranks and the SIGTERMs account for 0..n-1, the ranks missing from the
  * table are those that were still running: for a timeout, the stuck ones.
- * Empty when the text does not account for every process. */
-static void launcher_stopped(const build_t *b, ddx_rankset_t *out) {
+ * Empty when the text does not account for every process; when it does,
+ * the table's ranks (they failed after waiting) go to `listed_out`. */
+static void launcher_stopped(const build_t *b, ddx_rankset_t *out, ddx_rankset_t *listed_out) {
   const ddx_hit_t *hits = b->s->hits.data;
   ddx_rankset_t listed = {0};
   long pids[64];
@@ -2014,11 +2027,11 @@ static void launcher_stopped(const build_t *b, ddx_rankset_t *out) {
     if (h->is_ctx) continue; /* every input: --log_dir's per-rank files beside the terminal's */
     if (h->meta.host[0]) ok = false; /* several nodes: each agent stops its own */
     const ddx_rule_t *r = &b->cat->rules[h->rule];
-    const char *rk = ddx_hit_fact(h, "rank"), *pid = ddx_hit_fact(h, "pid");
-    if (ddx_hit_fact(h, "root_rank") && h->line != root_line && context_holds(b->s, b->ix, r, h))
-      roots++, root_line = h->line;
-    if (r->role == DDX_ROLE_WRAPPER && rk && ddx_hit_fact(h, "local_rank"))
-      ddx_rankset_add(&listed, parse_int(rk));
+    const char *pid = ddx_hit_fact(h, "pid");
+    int32_t rk = table_row_rank(b, h);
+    if (h->line != root_line && root_entry(b, h)) roots++, root_line = h->line;
+    if (rk >= 0)
+      ddx_rankset_add(&listed, rk);
     else if (r->role == DDX_ROLE_COLLATERAL && pid && h->text &&
              strstr(h->text, "Sending process") && strstr(h->text, "SIGTERM")) {
       long v = strtol(pid, NULL, 10);
@@ -2036,9 +2049,12 @@ static void launcher_stopped(const build_t *b, ddx_rankset_t *out) {
     bool inside = true; /* every listed rank within 0..n-1 */
     for (size_t k = 0; k < listed.n; k++)
       inside &= listed.v[k] < n;
-    if (inside && missing.n == npids)
+    if (inside && missing.n == npids) {
       for (size_t k = 0; k < missing.n; k++)
         ddx_rankset_add(out, missing.v[k]);
+      for (size_t k = 0; k < listed.n; k++)
+        ddx_rankset_add(listed_out, listed.v[k]);
+    }
     ddx_rankset_free(&missing);
   }
   ddx_rankset_free(&listed);
@@ -2057,9 +2073,8 @@ static int32_t entry_rank_of(const build_t *b, size_t i) {
     if (x->input != hits[i].input || x->line + 400 < hits[i].line) break;
     if (x->is_ctx) continue;
     if (ddx_hit_fact(x, "table_time") || (x->text && strstr(x->text, "failed (exitcode"))) break;
-    const char *rk = ddx_hit_fact(x, "rank");
-    if (rk && ddx_hit_fact(x, "local_rank") && b->cat->rules[x->rule].role == DDX_ROLE_WRAPPER)
-      return x->line < hits[i].line ? parse_int(rk) : -1;
+    int32_t rk = table_row_rank(b, x);
+    if (rk >= 0) return x->line < hits[i].line ? rk : -1;
   }
   return -1;
 }
@@ -2242,8 +2257,7 @@ static void resolve_rank(build_t *b) {
   bool table_tie = false;
   ddx_rankset_t tied = {0};
   for (size_t i = 0; i < b->s->hits.len; i++)
-    if (!hits[i].is_ctx && ddx_hit_fact(&hits[i], "root_rank") &&
-        context_holds(b->s, b->ix, &b->cat->rules[hits[i].rule], &hits[i])) {
+    if (root_entry(b, &hits[i])) {
       table_tie = root_tied(b, i, &tied);
       break;
     }
@@ -2260,13 +2274,7 @@ static void resolve_rank(build_t *b) {
   /* only waiting ranks speak (a timeout): the ones the launcher still had
    * to stop are the stuck ones, and every rank its table lists failed
    * after waiting */
-  if (p->role == DDX_ROLE_COLLATERAL) launcher_stopped(b, &stopped);
-  for (size_t i = 0; stopped.n && i < b->s->hits.len; i++) {
-    const ddx_hit_t *h = &((const ddx_hit_t *)b->s->hits.data)[i];
-    const char *rk = h->is_ctx ? NULL : ddx_hit_fact(h, "rank");
-    if (rk && ddx_hit_fact(h, "local_rank") && b->cat->rules[h->rule].role == DDX_ROLE_WRAPPER)
-      ddx_rankset_add(&waiting, parse_int(rk));
-  }
+  if (p->role == DDX_ROLE_COLLATERAL) launcher_stopped(b, &stopped, &waiting);
   f.waiting = &waiting;
   ddx_vec_t ev;
   ddx_vec_init(&ev, sizeof(ddx_rank_evidence_t));

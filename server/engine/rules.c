@@ -467,6 +467,22 @@ static int check_patches(load_ctx_t *lc, json_t *arr) {
   return 0;
 }
 
+/* The clue's regex under `key` ("frame", or a required token's "regex")
+ * compiled into c->frame_code; errors name the rule and the clue. */
+static int compile_clue_regex(load_ctx_t *lc, json_t *o, const char *key, const ddx_rule_t *r,
+                              ddx_clue_t *c) {
+  const char *re;
+  int rc = get_str(lc, o, key, true, &re);
+  if (rc) return rc;
+  char owner[160], cid[100];
+  snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
+           quote_id(c->id, strlen(c->id), cid, sizeof cid));
+  pcre2_code *code = NULL;
+  if ((rc = compile_regex(lc, re, key, owner, &code))) return rc;
+  c->frame_code = code;
+  return 0;
+}
+
 /* One clue of a rule (see ddx_clue_t): exactly one of frame, phase,
  * regex (a token, with literals) or conditions (a relation) says its kind.
  * A token clue becomes a file-scope context of the rule marked `clue`. */
@@ -503,27 +519,13 @@ static int load_clue(load_ctx_t *lc, json_t *o, ddx_rule_t *r, ddx_clue_t *c) {
         json_object_get(o, "conditions"))
       return fail(lc, "required",
                   "a required clue takes only \"regex\" (it is matched on the lines ddx kept)");
-    const char *re;
-    if ((rc = get_str(lc, o, "regex", true, &re))) return rc;
-    char owner[160], cid[100];
-    snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
-             quote_id(c->id, strlen(c->id), cid, sizeof cid));
-    pcre2_code *code = NULL;
-    if ((rc = compile_regex(lc, re, "regex", owner, &code))) return rc;
-    c->frame_code = code;
+    if ((rc = compile_clue_regex(lc, o, "regex", r, c))) return rc;
     c->ctx_index = -1;
     c->kind = DDX_CLUE_TOKEN;
     return 0;
   }
   if (json_object_get(o, "frame")) {
-    const char *re;
-    if ((rc = get_str(lc, o, "frame", true, &re))) return rc;
-    char owner[160], cid[100];
-    snprintf(owner, sizeof owner, "rule %s clue %s", r->id,
-             quote_id(c->id, strlen(c->id), cid, sizeof cid));
-    pcre2_code *code = NULL;
-    if ((rc = compile_regex(lc, re, "frame", owner, &code))) return rc;
-    c->frame_code = code;
+    if ((rc = compile_clue_regex(lc, o, "frame", r, c))) return rc;
     c->kind = DDX_CLUE_FRAME;
   } else if (json_object_get(o, "phase")) {
     json_t *ph = json_object_get(o, "phase");
